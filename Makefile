@@ -1,0 +1,44 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   creates .venv, installs safeshare, releases the embedded example data
+#   make test   creates .venv, installs the test extras, runs lint, types, layers and tests
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint typecheck layers pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	$(BIN)/safeshare demo --out demo-release --force
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+
+layers: $(VENV)/.installed-test
+	$(BIN)/lint-imports
+
+pytest: $(VENV)/.installed-test
+	$(BIN)/pytest
+
+test: lint typecheck layers pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/mst_adult.py
+
+clean:
+	rm -rf $(VENV) demo-release .pytest_cache .mypy_cache .ruff_cache

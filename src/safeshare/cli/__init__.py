@@ -1,0 +1,77 @@
+"""cli/: the ``safeshare`` command. Thin: parse, call the library, print.
+
+Every error a user can cause ends as one line on stderr and exit code 2;
+nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from safeshare.cli._output import error
+from safeshare.cli.demo import demo
+from safeshare.cli.ledger import ledger_app
+from safeshare.cli.release import release_command
+from safeshare.errors import SafeshareError
+
+app = typer.Typer(
+    name="safeshare",
+    help="Turn sensitive tables into artifacts that are safe to share, and measure how safe they are.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("release")(release_command)
+app.command("demo")(demo)
+app.add_typer(ledger_app, name="ledger")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from safeshare import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
+    """Turn sensitive tables into artifacts that are safe to share, and measure how safe they are."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``safeshare`` script; returns the exit code."""
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except SafeshareError as err:
+        error(str(err))
+        return 2
+    except KeyboardInterrupt:
+        error("interrupted; nothing was written")
+        return 130
+    except typer.Exit as done:
+        return int(done.exit_code or 0)
+    except typer.Abort:
+        return 1
+    except Exception as err:
+        # click's usage errors (typer may vendor click) show themselves and carry an exit code
+        show, exit_code = getattr(err, "show", None), getattr(err, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            return exit_code
+        raise
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Encoding values into codes and decoding codes back into values.
+
+Values outside a column's declared categories map to its ``other`` code and
+numeric values outside its bounds are clipped into the first or last bin; both
+are counted in the :class:`EncodeReport` (counts only, never the values).
+
+>>> import pandas as pd
+>>> from safeshare.data.domain import Column, Domain, Kind
+>>> domain = Domain((Column("age", Kind.NUMERIC, edges=(0, 50, 100), integer=True),))
+>>> table, report = encode_frame(pd.DataFrame({"age": ["20", "70", "150", None]}), domain)
+>>> table.column("age").tolist(), report.columns["age"].clipped_high
+([0, 1, 1, 2], 1)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.domain import OTHER_LABEL, Column, Domain, Kind, date_of
+from safeshare.data.table import Table
+from safeshare.errors import EncodingError
+
+_DAY = np.timedelta64(1, "D")
+
+
+@dataclass(frozen=True)
+class ColumnEncoding:
+    """What encoding changed in one column (counts of records, no values)."""
+
+    missing: int = 0
+    other: int = 0
+    clipped_low: int = 0
+    clipped_high: int = 0
+
+
+@dataclass(frozen=True)
+class EncodeReport:
+    columns: dict[str, ColumnEncoding] = field(default_factory=dict)
+
+    def warnings(self) -> list[str]:
+        """One readable line per column whose values were folded or clipped."""
+        lines = []
+        for name, enc in self.columns.items():
+            if enc.other:
+                lines.append(
+                    f"column {name!r}: {enc.other} value(s) outside the declared categories "
+                    f"were mapped to {OTHER_LABEL!r}"
+                )
+            if enc.clipped_low or enc.clipped_high:
+                lines.append(
+                    f"column {name!r}: {enc.clipped_low} value(s) below and {enc.clipped_high} "
+                    "above the declared bounds were clipped into the edge bins"
+                )
+        return lines
+
+
+def encode_frame(frame: pd.DataFrame, domain: Domain) -> tuple[Table, EncodeReport]:
+    """Encode every column of ``domain`` from ``frame`` (extra frame columns are ignored)."""
+    absent = [n for n in domain.names if n not in frame.columns]
+    if absent:
+        raise EncodingError(
+            f"columns {absent} are declared but absent from the data; "
+            "remove them from the schema or check the file's header"
+        )
+    codes: dict[str, np.ndarray] = {}
+    report: dict[str, ColumnEncoding] = {}
+    for column in domain:
+        codes[column.name], report[column.name] = _encode_column(frame[column.name], column)
+    return Table(codes, domain), EncodeReport(report)
+
+
+def _encode_column(values: pd.Series, column: Column) -> tuple[np.ndarray, ColumnEncoding]:
+    if not column.encodable:
+        raise EncodingError(
+            f"column {column.name!r} is {column.kind}/{column.role} and is not modelled as codes; "
+            "drop it before encoding"
+        )
+    if column.is_categorical:
+        return _encode_categorical(values, column)
+    numbers = _as_numbers(values, column)
+    return _encode_bins(numbers, column)
+
+
+def _missing_mask(values: pd.Series) -> np.ndarray:
+    mask = values.isna().to_numpy(copy=True)
+    if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+        mask |= values.astype("string").str.strip().eq("").fillna(True).to_numpy(dtype=bool)
+    return mask
+
+
+def _finish(codes: np.ndarray, missing: np.ndarray, column: Column) -> np.ndarray:
+    if missing.any():
+        if column.missing_code is None:
+            raise EncodingError(
+                f"column {column.name!r} has {int(missing.sum())} missing value(s) but is declared "
+                "with missing: false; allow missing values in the schema or fill them"
+            )
+        codes[missing] = column.missing_code
+    return codes
+
+
+def _encode_categorical(values: pd.Series, column: Column) -> tuple[np.ndarray, ColumnEncoding]:
+    missing = _missing_mask(values)
+    text = values.astype("string").str.strip()
+    lookup = {c: i for i, c in enumerate(column.categories)}
+    codes = text.map(lookup).to_numpy(dtype=float, na_value=np.nan, copy=True)
+    unseen = np.isnan(codes) & ~missing
+    if unseen.any():
+        numeric_lookup = _numeric_lookup(column.categories)
+        if numeric_lookup:
+            as_numbers = pd.to_numeric(text[unseen], errors="coerce")
+            codes[unseen] = as_numbers.map(numeric_lookup).to_numpy(dtype=float, na_value=np.nan)
+            unseen = np.isnan(codes) & ~missing
+    n_other = int(unseen.sum())
+    if n_other:
+        if column.other_code is None:
+            raise EncodingError(
+                f"column {column.name!r}: {n_other} value(s) are outside the declared categories "
+                "and the column allows no 'other'; add the categories or set other: true"
+            )
+        codes[unseen] = column.other_code
+    codes[missing] = 0
+    result = _finish(codes.astype(np.int64), missing, column)
+    return result, ColumnEncoding(missing=int(missing.sum()), other=n_other)
+
+
+def _numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
+    """Maps numeric categories by value, so '32' matches '32.0' (empty if any is not a number)."""
+    lookup: dict[float, int] = {}
+    for code, category in enumerate(categories):
+        try:
+            number = float(category)
+        except ValueError:
+            return {}
+        lookup.setdefault(number, code)
+    return lookup
+
+
+def _as_numbers(values: pd.Series, column: Column) -> np.ndarray:
+    """Floats (day numbers for datetimes); NaN where missing; errors on text."""
+    missing = _missing_mask(values)
+    if column.kind is Kind.DATETIME:
+        parsed = parse_dates(values)
+        numbers = ((parsed - pd.Timestamp("1970-01-01")) / _DAY).to_numpy(
+            dtype=float, na_value=np.nan
+        )
+        what = "dates (YYYY-MM-DD)"
+    else:
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        what = "numbers"
+    bad = np.isnan(numbers) & ~missing
+    if bad.any():
+        raise EncodingError(
+            f"column {column.name!r} is declared {column.kind} but {int(bad.sum())} of its values "
+            f"are not {what}; declare it categorical in the schema or clean those values"
+        )
+    return numbers
+
+
+def parse_dates(values: pd.Series) -> pd.Series:
+    """Dates from text (ISO 8601 first, then pandas' mixed formats); NaT where unparsable."""
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        parsed = pd.to_datetime(values, errors="coerce", format="ISO8601")
+        if parsed.isna().sum() > values.isna().sum():
+            parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+    return parsed
+
+
+def _encode_bins(numbers: np.ndarray, column: Column) -> tuple[np.ndarray, ColumnEncoding]:
+    edges = np.asarray(column.edges)
+    missing = np.isnan(numbers)
+    filled = np.where(missing, edges[0], numbers)
+    low = int((filled < edges[0]).sum())
+    high = int((filled > edges[-1]).sum())
+    codes = np.clip(np.searchsorted(edges, filled, side="right") - 1, 0, len(edges) - 2)
+    result = _finish(codes.astype(np.int64), missing, column)
+    return result, ColumnEncoding(missing=int(missing.sum()), clipped_low=low, clipped_high=high)
+
+
+def decode_table(table: Table, rng: np.random.Generator) -> pd.DataFrame:
+    """Values from codes; a bin decodes to a uniform value (or integer) inside it."""
+    data = {c.name: _decode_column(table.column(c.name), c, rng) for c in table.domain}
+    return pd.DataFrame(data, index=pd.RangeIndex(len(table)))
+
+
+def _decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) -> pd.Series:
+    codes = codes.astype(np.int64)
+    missing = codes == column.missing_code if column.missing_code is not None else None
+    if column.is_categorical:
+        labels = np.array(list(column.labels()), dtype=object)
+        out = labels[codes]
+        if missing is not None:
+            out[missing] = None
+        return pd.Series(out, dtype=object)
+    bins = np.minimum(codes, column.n_values - 1)
+    values = _uniform_in_bins(bins, column, rng)
+    if column.kind is Kind.DATETIME:
+        dates = np.array([date_of(v).isoformat() for v in values], dtype=object)
+        if missing is not None:
+            dates[missing] = None
+        return pd.Series(dates, dtype=object)
+    if missing is not None:
+        values[missing] = np.nan
+    if column.integer:
+        return pd.Series(values).round().astype("Int64")
+    return pd.Series(values)
+
+
+def _uniform_in_bins(bins: np.ndarray, column: Column, rng: np.random.Generator) -> np.ndarray:
+    edges = np.asarray(column.edges)
+    lo, hi = edges[bins], edges[bins + 1]
+    if not column.integer and column.kind is not Kind.DATETIME:
+        return lo + rng.random(len(bins)) * (hi - lo)
+    # integers (or whole days) inside [lo, hi); the last bin includes its upper edge
+    first = np.ceil(lo)
+    last_bin = bins == len(edges) - 2
+    stop = np.where(last_bin, np.floor(hi) + 1, np.ceil(hi))
+    count = np.maximum(stop - first, 0)
+    picks = first + np.floor(rng.random(len(bins)) * np.maximum(count, 1))
+    return np.where(count > 0, picks, np.round((lo + hi) / 2)).astype(float)
+
+
+def bin_midpoints(column: Column) -> np.ndarray:
+    """The middle of each bin of a numeric/datetime column."""
+    edges = np.asarray(column.edges)
+    return (edges[:-1] + edges[1:]) / 2
+
+
+def integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
+    """At most ``bins`` bins of equal integer width covering [lo, hi] (the last bin closed).
+
+    >>> integer_edges(0, 10, 5)
+    (0.0, 3.0, 6.0, 9.0, 10.0)
+    """
+    lo_i, hi_i = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
+    width = max(1, math.ceil((hi_i - lo_i + 1) / bins))
+    edges = list(range(lo_i, hi_i, width))
+    return tuple(float(e) for e in [*edges, hi_i])
+
+
+def singleton_edges(lo: int, hi: int) -> tuple[float, ...]:
+    """Edges giving one bin per integer from ``lo`` to ``hi`` (the last edge is ``hi + 0.5``).
+
+    >>> singleton_edges(0, 2)
+    (0.0, 1.0, 2.0, 2.5)
+    """
+    return (*(float(e) for e in range(lo, hi + 1)), hi + 0.5)

@@ -1,0 +1,101 @@
+"""Guessing column kinds and spotting direct identifiers, when no schema says.
+
+This reads the private data and is *not* differentially private: what it decides
+(a column's kind, whether it is dropped as an identifier) is listed in the privacy
+card as a non-DP step.  It never reports values, only column names and reasons.
+The domains of the kept columns (categories, bounds, bins) are found separately,
+with a DP mechanism (:mod:`safeshare.dp.discovery`).
+
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"email": [f"u{i}@x.org" for i in range(30)], "age": ["31"] * 30})
+>>> [(g.name, g.kind.value, g.identifier) for g in infer_columns(frame)]
+[('email', 'text', 'e-mail addresses'), ('age', 'numeric', None)]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.codec import parse_dates
+from safeshare.data.domain import Kind
+
+_IDENTIFIER_NAME = re.compile(
+    r"(^|[_\s.-])(id|ids|uuid|guid|ssn|nhs|mrn|name|names|firstname|lastname|surname|fullname|"
+    r"email|e-mail|mail|phone|telephone|mobile|fax|address|street|passport|iban|"
+    r"account|username|login|ip)([_\s.-]|$)",
+    re.IGNORECASE,
+)
+_VALUE_PATTERNS = {
+    "e-mail addresses": re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
+    "phone numbers": re.compile(r"^\+?[\d\s().-]{7,20}$"),
+    "IP addresses": re.compile(r"^\d{1,3}(\.\d{1,3}){3}$"),
+}
+_MIN_ROWS_FOR_UNIQUENESS = 20
+_NEAR_UNIQUE = 0.9
+_FREE_TEXT_WORDS = 4
+
+
+@dataclass(frozen=True)
+class GuessedColumn:
+    """What inference decided for one column (``identifier`` is the reason, if dropped)."""
+
+    name: str
+    kind: Kind
+    integer: bool = False
+    identifier: str | None = None
+
+
+def infer_columns(frame: pd.DataFrame) -> list[GuessedColumn]:
+    """One guess per column of ``frame``, in order."""
+    return [_guess(str(name), frame[name]) for name in frame.columns]
+
+
+def _guess(name: str, values: pd.Series) -> GuessedColumn:
+    present = values.dropna()
+    if present.empty:
+        return GuessedColumn(name, Kind.CATEGORICAL)
+    text = present.astype("string")
+    numbers = pd.to_numeric(text, errors="coerce")
+    if not numbers.isna().any():
+        integer = bool(np.all(np.mod(numbers.to_numpy(dtype=float), 1) == 0))
+        reason = _identifier_by_name(name)
+        record_number = (
+            integer
+            and len(present) >= _MIN_ROWS_FOR_UNIQUENESS
+            and numbers.nunique() == len(present)
+        )
+        if reason is None and record_number:
+            reason = "every value distinct (a record number)"
+        return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
+    if _looks_like_dates(text):  # before the patterns: 2021-03-01 would pass for a phone number
+        return GuessedColumn(
+            name, Kind.DATETIME, integer=True, identifier=_identifier_by_name(name)
+        )
+    for label, pattern in _VALUE_PATTERNS.items():
+        if text.str.fullmatch(pattern).mean() >= _NEAR_UNIQUE:
+            return GuessedColumn(name, Kind.TEXT, identifier=label)
+    words = text.str.count(r"\S+").mean()
+    distinct = text.nunique() / len(text)
+    if words >= _FREE_TEXT_WORDS and distinct >= 0.5:
+        return GuessedColumn(name, Kind.TEXT, identifier="free text")
+    reason = _identifier_by_name(name)
+    if reason is None and len(text) >= _MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
+        reason = "near-unique values"
+    return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
+
+
+def _identifier_by_name(name: str) -> str | None:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # patientID -> patient_ID
+    if _IDENTIFIER_NAME.search(words):
+        return "name of a direct identifier"
+    return None
+
+
+def _looks_like_dates(text: pd.Series) -> bool:
+    if not text.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).all():
+        return False
+    return not parse_dates(text).isna().any()

@@ -1,0 +1,156 @@
+"""Deciding, per column, where its domain comes from, before any budget is spent.
+
+A column's domain comes from the schema (public, free), from the data through a
+DP mechanism (costs budget), or from the data without DP (``unsafe``, flagged);
+identifiers and free text are dropped.  Kinds the schema does not give are
+guessed from the data (not DP, flagged in the card).
+
+>>> import pandas as pd
+>>> from safeshare.data.schema import Schema
+>>> frame = pd.DataFrame({"sex": ["F", "M"] * 20, "name": [f"n{i}" for i in range(40)]})
+>>> schema = Schema.from_dict({"columns": {"sex": {"kind": "categorical", "categories": ["F", "M"]}}})
+>>> [(d.name, str(d.source)) for d in decide_columns(frame, schema)]
+[('sex', 'schema'), ('name', 'dropped')]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.codec import integer_edges, singleton_edges
+from safeshare.data.domain import Column, Kind, Role
+from safeshare.data.inference import GuessedColumn, infer_columns
+from safeshare.data.schema import DEFAULT_BINS, MAX_SINGLETON_INTEGERS, ColumnSpec, Schema
+from safeshare.errors import SchemaError
+
+MAX_UNSAFE_CATEGORIES = 100
+
+
+class Source(StrEnum):
+    SCHEMA = "schema"
+    DP = "dp"
+    NOT_DP = "not dp"
+    DROPPED = "dropped"
+
+
+@dataclass(frozen=True)
+class ColumnDecision:
+    """Where one column's domain comes from (and, for dropped columns, why)."""
+
+    name: str
+    kind: Kind
+    role: Role
+    source: Source
+    reason: str | None = None
+    kind_guessed: bool = False
+    integer: bool = False
+    spec: ColumnSpec | None = None
+
+    @property
+    def modelled(self) -> bool:
+        return self.source is not Source.DROPPED
+
+
+def decide_columns(
+    frame: pd.DataFrame, schema: Schema | None = None, *, unsafe: bool = False
+) -> list[ColumnDecision]:
+    """One decision per column of ``frame``; schema columns absent from it are an error."""
+    if schema is not None:
+        absent = [n for n in schema.names if n not in frame.columns]
+        if absent:
+            raise SchemaError(
+                f"columns {absent} are declared in {schema.source} but absent from the data; "
+                f"the data has {list(map(str, frame.columns))}"
+            )
+    needs_guess = [n for n in frame.columns if schema is None or _needs_guess(schema.spec(str(n)))]
+    guesses = {g.name: g for g in infer_columns(frame[needs_guess])} if needs_guess else {}
+    decisions = []
+    for name in map(str, frame.columns):
+        spec = schema.spec(name) if schema is not None else None
+        guess = guesses.get(name)
+        kind = (
+            spec.kind
+            if spec is not None and spec.kind is not None
+            else (guess.kind if guess else Kind.TEXT)
+        )
+        role = spec.role if spec is not None else Role.OTHER
+        integer = (
+            bool(spec.integer)
+            if spec is not None and spec.integer is not None
+            else bool(guess and guess.integer)
+        )
+        guessed = spec is None or spec.kind is None
+        reason = _drop_reason(spec, guess, kind, role)
+        if reason is not None:
+            source = Source.DROPPED
+            if not reason.startswith("free text"):
+                role = Role.IDENTIFIER
+        elif spec is not None and spec.complete:
+            source = Source.SCHEMA
+        else:
+            source = Source.NOT_DP if unsafe else Source.DP
+        decisions.append(ColumnDecision(name, kind, role, source, reason, guessed, integer, spec))
+    if not any(d.modelled for d in decisions):
+        raise SchemaError(
+            "every column was dropped as an identifier or free text; nothing is left to release. "
+            "Declare the columns to keep in a schema"
+        )
+    return decisions
+
+
+def _needs_guess(spec: ColumnSpec | None) -> bool:
+    return spec is None or (spec.kind is None and spec.role is not Role.IDENTIFIER)
+
+
+def _drop_reason(
+    spec: ColumnSpec | None, guess: GuessedColumn | None, kind: Kind, role: Role
+) -> str | None:
+    if role is Role.IDENTIFIER:
+        return "declared identifier"
+    guessed_reason = guess.identifier if guess is not None else None
+    if guessed_reason and (spec is None or kind is Kind.TEXT):
+        return guessed_reason
+    if kind is Kind.TEXT:
+        return "free text: not modelled"
+    return None
+
+
+def infer_column_unsafe(values: pd.Series, decision: ColumnDecision) -> Column:
+    """A column's domain read straight from the data: NOT differentially private.
+
+    Categories are the observed values (the most frequent ones, the rest folded
+    into "(other)"); numeric bounds are the observed min and max.
+    """
+    spec = decision.spec
+    present = values.dropna()
+    if decision.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
+        counts = present.astype("string").str.strip().value_counts()
+        categories = tuple(sorted(map(str, counts.index[:MAX_UNSAFE_CATEGORIES])))
+        return Column(decision.name, decision.kind, decision.role, categories=categories)
+    if decision.kind is Kind.DATETIME:
+        from safeshare.data.codec import parse_dates
+
+        days = (parse_dates(present) - pd.Timestamp("1970-01-01")) / np.timedelta64(1, "D")
+        numbers = days.dropna().to_numpy(dtype=float)
+    else:
+        numbers = pd.to_numeric(present, errors="coerce").dropna().to_numpy(dtype=float)
+    lower = spec.lower if spec is not None else None
+    upper = spec.upper if spec is not None else None
+    lo = lower if lower is not None else (float(numbers.min()) if numbers.size else 0.0)
+    hi = upper if upper is not None else (float(numbers.max()) if numbers.size else lo + 1.0)
+    bins = spec.bins if spec is not None and spec.bins else DEFAULT_BINS
+    integer = decision.integer or decision.kind is Kind.DATETIME
+    if integer:
+        lo_i, hi_i = int(np.floor(lo)), int(np.ceil(hi))
+        edges = (
+            singleton_edges(lo_i, hi_i)
+            if hi_i - lo_i < MAX_SINGLETON_INTEGERS
+            else integer_edges(lo, hi, bins)
+        )
+    else:
+        edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))
+    return Column(decision.name, decision.kind, decision.role, edges=edges, integer=integer)

@@ -1,0 +1,219 @@
+"""Reading CSV and Parquet files into raw DataFrames.
+
+CSV files are read as text: the delimiter is sniffed (``,`` ``;`` tab ``|``),
+quoted fields and a UTF-8 byte-order mark are handled, leading spaces after a
+delimiter are skipped, and the usual spellings of a missing value (``?``, empty,
+``NA``, ``N/A``, ``NaN``, ``null``, ``None``) become missing.  Nothing is parsed
+into numbers here: the Domain decides how each column is read.
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+>>> _ = path.write_text("\\ufeffage;sex\\n39;M\\n?;F\\n", encoding="utf-8")
+>>> frame = read_frame(path)
+>>> list(frame.columns), frame["age"].isna().tolist()
+(['age', 'sex'], [False, True])
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from safeshare.errors import InputError, InputFileNotFoundError
+
+MISSING_TOKENS: tuple[str, ...] = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
+_DELIMITERS = ",;\t|"
+_SNIFF_BYTES = 64 * 1024
+
+
+def read_frame(
+    path: str | Path,
+    *,
+    header: bool | None = None,
+    names: Sequence[str] | None = None,
+    missing_values: Sequence[str] = MISSING_TOKENS,
+) -> pd.DataFrame:
+    """Read a CSV/TSV or Parquet file into a DataFrame of text (NA where missing).
+
+    ``header=None`` detects whether the first row is a header; a file without one
+    takes ``names`` (e.g. a schema's column order) or ``column_1``, ``column_2``, ...
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputFileNotFoundError(f"input file {str(path)!r} does not exist; check the path")
+    if path.is_dir():
+        raise InputError(f"{str(path)!r} is a directory; give a CSV or Parquet file")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return _read_parquet(path, missing_values)
+    return _read_csv(path, header=header, names=names, missing_values=missing_values)
+
+
+def fingerprint_file(path: str | Path) -> str:
+    """SHA-256 of a file's bytes: the identity of a dataset in the privacy ledger."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fingerprint_frame(frame: pd.DataFrame) -> str:
+    """SHA-256 of a DataFrame's column names and values (for data given in memory)."""
+    digest = hashlib.sha256()
+    digest.update("\x1f".join(map(str, frame.columns)).encode())
+    hashed = pd.util.hash_pandas_object(frame.astype("string"), index=False)
+    digest.update(hashed.to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _read_parquet(path: Path, missing_values: Sequence[str]) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except (OSError, ValueError) as err:
+        raise InputError(
+            f"{str(path)!r} is not a readable Parquet file ({type(err).__name__})"
+        ) from None
+    _check_not_empty(frame, path)
+    for name in frame.columns:
+        if frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name].dtype):
+            frame[name] = _clean_text(frame[name].astype("string"), missing_values)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _read_csv(
+    path: Path,
+    *,
+    header: bool | None,
+    names: Sequence[str] | None,
+    missing_values: Sequence[str],
+) -> pd.DataFrame:
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError(f"{str(path)!r} is empty; give a table with a header and at least one row")
+    dialect_delimiter = _sniff_delimiter(text[:_SNIFF_BYTES])
+    if header is None:
+        header = _has_header(text[:_SNIFF_BYTES], dialect_delimiter)
+    try:
+        frame = pd.read_csv(
+            io.StringIO(text),
+            sep=dialect_delimiter,
+            header=0 if header else None,
+            dtype=str,
+            keep_default_na=False,
+            skipinitialspace=True,
+            quotechar='"',
+            engine="c",
+        )
+    except pd.errors.ParserError as err:
+        line = _line_of(str(err))
+        where = f" at line {line}" if line else ""
+        raise InputError(
+            f"{str(path)!r} is not a well-formed table{where}: rows have different numbers of "
+            f"fields for the delimiter {dialect_delimiter!r}; fix that row or quote its fields"
+        ) from None
+    if not header:
+        if names is not None and len(names) == frame.shape[1]:
+            frame.columns = list(names)
+        else:
+            frame.columns = [f"column_{i + 1}" for i in range(frame.shape[1])]
+    frame.columns = [str(c).strip() for c in frame.columns]
+    _check_columns(frame, path)
+    _check_not_empty(frame, path)
+    for name in frame.columns:
+        frame[name] = _clean_text(frame[name].astype("string"), missing_values)
+    return frame
+
+
+def _read_text(path: Path) -> str:
+    raw = path.read_bytes()
+    if b"\x00" in raw[:_SNIFF_BYTES]:
+        raise InputError(
+            f"{str(path)!r} holds binary data, not a CSV; export the table as CSV or Parquet"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"{str(path)!r} is not UTF-8 text (invalid byte at offset {err.start}); "
+            "re-save it as UTF-8"
+        ) from None
+
+
+def _sniff_delimiter(sample: str) -> str:
+    lines = sample.splitlines()
+    if len(lines) > 1 and not sample.endswith("\n"):
+        sample = "\n".join(lines[:-1])  # drop a partial last line
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=_DELIMITERS).delimiter
+    except csv.Error:
+        counts = {d: sample.splitlines()[0].count(d) for d in _DELIMITERS} if sample else {}
+        best = max(counts, key=lambda d: counts[d], default=",")
+        return best if counts.get(best) else ","
+
+
+def _has_header(sample: str, delimiter: str) -> bool:
+    """A header row holds distinct non-numbers where the rows below hold numbers (or missing)."""
+    rows = list(csv.reader(io.StringIO(sample), delimiter=delimiter, skipinitialspace=True))[:20]
+    if len(rows) < 2:
+        return True
+    first, rest = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    if any(_is_number(v) for v in first) or len({v.strip() for v in first}) < len(first):
+        return False
+    if not rest:
+        return True
+    numeric_below = [
+        all(_is_number(r[i]) or r[i].strip() in MISSING_TOKENS for r in rest)
+        and any(_is_number(r[i]) for r in rest)
+        for i in range(len(first))
+    ]
+    if any(numeric_below):
+        return True
+    return csv.Sniffer().has_header(sample) if len(rest) > 2 else True
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _clean_text(values: pd.Series, missing_values: Sequence[str]) -> pd.Series:
+    stripped = values.str.strip()
+    return stripped.mask(stripped.isin(list(missing_values)))
+
+
+def _check_columns(frame: pd.DataFrame, path: Path) -> None:
+    names = list(frame.columns)
+    if any(not n or n.startswith("Unnamed:") for n in names):
+        raise InputError(
+            f"{str(path)!r} has a column without a name; name every column in the header"
+        )
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{str(path)!r} has two columns named {name!r}; rename one")
+        seen.add(name)
+
+
+def _check_not_empty(frame: pd.DataFrame, path: Path) -> None:
+    if frame.shape[1] == 0:
+        raise InputError(f"{str(path)!r} has no columns")
+    if frame.shape[0] == 0:
+        raise InputError(f"{str(path)!r} has a header but no rows; give at least one record")
+
+
+def _line_of(message: str) -> int | None:
+    words = message.replace(",", " ").split()
+    for before, word in itertools.pairwise(words):
+        if before == "line" and word.isdigit():
+            return int(word)
+    return None

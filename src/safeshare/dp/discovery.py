@@ -1,0 +1,245 @@
+"""Finding a table's domain with differential privacy, when no schema gives it.
+
+Reading categories or bounds straight from private data leaks them (a rare
+category *is* a person).  Here every fact costs budget and is itemized:
+
+* **categories**: a discrete Gaussian histogram over the values present in the
+  data, released only above a threshold, so a value held by one record appears
+  with probability at most ``tail`` (an additive delta); rarer values fold into
+  "(other)".
+* **numeric and datetime bounds and bins**: a discrete Gaussian histogram over a
+  fixed public grid (log-linear for numbers, months for dates); the bounds are
+  the outermost cells clearly above the noise, and bins of roughly equal mass are
+  read off the same noisy histogram (post-processing, no extra cost).
+
+Plan first (costs are known before data is read), then run:
+
+>>> import pandas as pd
+>>> from safeshare.data.domain import Kind
+>>> from safeshare.dp.randomness import Randomness
+>>> plan = plan_discovery([Target("sex", Kind.CATEGORICAL)], rho=0.5, delta=1e-9)
+>>> round(plan.events[0].rho, 3)
+0.5
+>>> frame = pd.DataFrame({"sex": ["F"] * 500 + ["M"] * 400 + ["X"]})
+>>> plan.run(frame, Randomness(1)).columns[0].categories
+('F', 'M')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.codec import parse_dates, singleton_edges
+from safeshare.data.domain import Column, Kind, Role, day_number
+from safeshare.dp.events import GaussianEvent, PrivacyEvent, ThresholdedGaussianEvent
+from safeshare.dp.mechanisms import GaussianMechanism
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import BudgetError
+
+MAX_CATEGORIES = 100
+MAX_BINS = 16
+MAX_SINGLETON_INTEGERS = 32
+# a grid cell counts as occupied above this many noise deviations: with ~800 cells
+# the chance that noise alone crosses it somewhere is below 0.3 %
+_OCCUPIED_SIGMAS = 4.5
+
+
+@dataclass(frozen=True)
+class Target:
+    """A column whose domain is to be discovered (with optional public hints)."""
+
+    name: str
+    kind: Kind
+    role: Role = Role.OTHER
+    integer: bool = False
+    max_bins: int = MAX_BINS
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    columns: list[Column]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DiscoveryPlan:
+    """What discovery will measure and spend; :meth:`run` does it."""
+
+    targets: tuple[Target, ...]
+    sigma: float
+    threshold: int
+    tail: float
+    max_categories: int = MAX_CATEGORIES
+
+    @property
+    def events(self) -> list[PrivacyEvent]:
+        events: list[PrivacyEvent] = []
+        for target in self.targets:
+            label = f"domain of {target.name!r}"
+            if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
+                events.append(
+                    ThresholdedGaussianEvent(self.sigma, 1.0, label, self.threshold, self.tail)
+                )
+            else:
+                events.append(GaussianEvent(self.sigma, 1.0, label))
+        return events
+
+    def run(self, frame: pd.DataFrame, rand: Randomness) -> DiscoveryResult:
+        columns, notes = [], []
+        for target in self.targets:
+            mechanism = GaussianMechanism(self.sigma, 1.0, f"domain of {target.name!r}")
+            if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
+                column, note = self._categories(frame[target.name], target, mechanism, rand)
+            else:
+                column, note = _bins(frame[target.name], target, mechanism, rand)
+            columns.append(column)
+            if note:
+                notes.append(note)
+        return DiscoveryResult(columns, notes)
+
+    def _categories(
+        self, values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
+    ) -> tuple[Column, str | None]:
+        counts = values.dropna().astype("string").str.strip().value_counts(sort=False)
+        noisy = mechanism.release(counts.to_numpy(), rand)
+        kept = [
+            (int(c), str(v))
+            for v, c in zip(counts.index, noisy, strict=True)
+            if c >= self.threshold
+        ]
+        note = None
+        if len(kept) > self.max_categories:
+            kept = sorted(kept, reverse=True)[: self.max_categories]
+            note = (
+                f"column {target.name!r}: kept the {self.max_categories} most frequent categories"
+            )
+        if not kept:
+            note = (
+                f"column {target.name!r}: no category is frequent enough to release at this budget; "
+                "all its values map to '(other)'. Declare its categories in a schema to keep them"
+            )
+        categories = tuple(sorted(v for _, v in kept))
+        return Column(target.name, target.kind, target.role, categories=categories), note
+
+
+def plan_discovery(
+    targets: list[Target], rho: float, delta: float, max_categories: int = MAX_CATEGORIES
+) -> DiscoveryPlan:
+    """Split ``rho`` evenly over the targets; ``delta`` covers the categorical thresholds."""
+    if not targets:
+        return DiscoveryPlan((), 1.0, 1, 0.0, max_categories)
+    if rho <= 0:
+        raise BudgetError("domain discovery needs a positive share of the budget")
+    sigma = math.sqrt(len(targets) / (2 * rho))
+    n_categorical = sum(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
+    threshold, tail = 1, 0.0
+    if n_categorical:
+        if not 0 < delta < 1:
+            raise BudgetError("discovering categories needs a positive delta for its threshold")
+        k = _threshold_offset(sigma, delta / n_categorical)
+        threshold, tail = k + 1, gaussian_tail_bound(k, sigma)
+    return DiscoveryPlan(tuple(targets), sigma, threshold, tail, max_categories)
+
+
+def gaussian_tail_bound(k: int, sigma: float) -> float:
+    """An upper bound on P(X >= k) for X discrete Gaussian of scale sigma (k >= 0).
+
+    The normaliser is at least sqrt(2 pi) sigma (Poisson summation) and the tail
+    sum is at most its first term plus the Gaussian integral beyond k.
+    """
+    normal = math.sqrt(2 * math.pi) * sigma
+    first = math.exp(-(k * k) / (2 * sigma * sigma))
+    return first / normal + 0.5 * math.erfc(k / (sigma * math.sqrt(2)))
+
+
+def _threshold_offset(sigma: float, delta: float) -> int:
+    k = max(0, int(sigma))
+    while gaussian_tail_bound(k, sigma) > delta:
+        k += max(1, int(sigma / 8))
+    while k > 0 and gaussian_tail_bound(k - 1, sigma) <= delta:
+        k -= 1
+    return k
+
+
+def numeric_grid(sub_bins: int = 8, low_exponent: int = -10, high_exponent: int = 41) -> np.ndarray:
+    """Public cell edges for numbers: ``sub_bins`` linear cells per power of two, both signs."""
+    positive = [
+        2.0**k * (1 + j / sub_bins)
+        for k in range(low_exponent, high_exponent)
+        for j in range(sub_bins)
+    ]
+    positive.append(2.0**high_exponent)
+    return np.array([-x for x in reversed(positive)] + positive)
+
+
+def date_grid(first_year: int = 1900, last_year: int = 2100) -> np.ndarray:
+    """Public cell edges for dates: the first day of every month, as day numbers."""
+    months = pd.date_range(f"{first_year}-01-01", f"{last_year}-01-01", freq="MS")
+    return np.array([day_number(m.date()) for m in months])
+
+
+def _bins(
+    values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
+) -> tuple[Column, str | None]:
+    if target.kind is Kind.DATETIME:
+        grid = date_grid()
+        parsed = parse_dates(values.dropna())
+        numbers = (
+            (parsed.dropna() - pd.Timestamp("1970-01-01")) / np.timedelta64(1, "D")
+        ).to_numpy()
+    else:
+        grid = numeric_grid()
+        numbers = pd.to_numeric(values.dropna(), errors="coerce").dropna().to_numpy(dtype=float)
+    cells = np.clip(np.searchsorted(grid, numbers, side="right") - 1, 0, len(grid) - 2)
+    noisy = mechanism.release(np.bincount(cells, minlength=len(grid) - 1), rand)
+    occupied = np.flatnonzero(noisy >= _OCCUPIED_SIGMAS * mechanism.sigma)
+    note = None
+    if occupied.size == 0:
+        occupied = np.array([int(np.argmax(noisy))])
+        note = (
+            f"column {target.name!r}: too few records per value to find its range at this budget; "
+            "its bounds are a guess. Declare min and max in a schema"
+        )
+    first, last = int(occupied[0]), int(occupied[-1])
+    lo, hi = float(grid[first]), float(grid[last + 1])
+    if target.minimum is not None:
+        lo = max(lo, target.minimum) if target.minimum < hi else target.minimum
+    if target.maximum is not None:
+        hi = min(hi, target.maximum) if target.maximum > lo else target.maximum
+    mass = np.maximum(noisy[first : last + 1], 0).astype(float)
+    edges = _equal_mass_edges(grid[first : last + 2], mass, target.max_bins, lo, hi)
+    integer = target.integer or target.kind is Kind.DATETIME
+    if integer:
+        edges = _integer_edges(edges, target.max_bins)
+    column = Column(target.name, target.kind, target.role, edges=edges, integer=integer)
+    return column, note
+
+
+def _equal_mass_edges(
+    cell_edges: np.ndarray, mass: np.ndarray, bins: int, lo: float, hi: float
+) -> tuple[float, ...]:
+    """Cut the cells into at most ``bins`` groups of about equal mass, within [lo, hi]."""
+    if mass.sum() <= 0:
+        return tuple(float(e) for e in np.linspace(lo, hi, bins + 1))
+    cumulative = np.concatenate([[0.0], np.cumsum(mass)]) / mass.sum()
+    cuts = {0, len(mass)}
+    for q in np.arange(1, bins) / bins:
+        cuts.add(int(np.argmin(np.abs(cumulative - q))))
+    inner = [float(cell_edges[c]) for c in sorted(cuts) if lo < cell_edges[c] < hi]
+    return tuple([lo, *inner, hi])
+
+
+def _integer_edges(edges: tuple[float, ...], max_bins: int) -> tuple[float, ...]:
+    """Integer bin edges; one bin per value when the range holds few integers."""
+    lo, hi = math.ceil(edges[0]), max(math.ceil(edges[-1]) - 1, math.ceil(edges[0]))
+    if hi - lo + 1 <= max(MAX_SINGLETON_INTEGERS, max_bins):
+        return singleton_edges(lo, hi)
+    inner = sorted({math.ceil(e) for e in edges[1:-1]} - {lo} if len(edges) > 2 else set())
+    inner = [e for e in inner if lo < e < hi]
+    return tuple(float(e) for e in [lo, *inner, hi])

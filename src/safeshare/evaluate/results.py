@@ -1,0 +1,110 @@
+"""Small immutable results that the report renders and the privacy card serializes.
+
+Every figure carries what it was measured against (a baseline), an interval when
+it is an estimate, and a one-line reading for people.
+
+>>> share = Proportion.of(successes=40, trials=100)
+>>> round(share.value, 2), [round(x, 3) for x in share.interval]
+(0.4, [0.309, 0.498])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+_Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """A share of trials, with its 95% Wilson score interval."""
+
+    value: float
+    interval: tuple[float, float]
+    trials: int
+
+    @classmethod
+    def of(cls, successes: float, trials: int) -> Proportion:
+        if trials <= 0:
+            return cls(float("nan"), (0.0, 1.0), 0)
+        p = successes / trials
+        z2 = _Z95**2
+        centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+        half = _Z95 * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2)) / (1 + z2 / trials)
+        return cls(p, (max(0.0, centre - half), min(1.0, centre + half)), trials)
+
+    def contains(self, x: float) -> bool:
+        return self.interval[0] <= x <= self.interval[1]
+
+
+@dataclass(frozen=True)
+class MarginalDistance:
+    """Total-variation distances between two tables over k-way marginals."""
+
+    ways: int
+    mean: float
+    max: float
+    marginals: int
+    sampled: bool = False
+
+
+@dataclass(frozen=True)
+class UtilityResult:
+    """How close the release is to the real data, per marginal order.
+
+    ``vs_holdout`` compares with records the generator never saw; ``baseline`` is
+    the distance between train and holdout themselves: what a perfect generator
+    would score against the holdout, given sampling noise alone.
+    """
+
+    vs_train: tuple[MarginalDistance, ...]
+    vs_holdout: tuple[MarginalDistance, ...] = ()
+    baseline: tuple[MarginalDistance, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        def table(rows: tuple[MarginalDistance, ...]) -> dict[str, Any]:
+            return {
+                f"{r.ways}way": {k: v for k, v in asdict(r).items() if k != "ways"} for r in rows
+            }
+
+        out = {"tvd_vs_train": table(self.vs_train)}
+        if self.vs_holdout:
+            out["tvd_vs_holdout"] = table(self.vs_holdout)
+            out["tvd_train_vs_holdout_baseline"] = table(self.baseline)
+        return out
+
+
+@dataclass(frozen=True)
+class RiskResult:
+    """Memorization measured on the release: exact copies and distance to closest record."""
+
+    copies_of_train: Proportion
+    copies_of_holdout: Proportion | None
+    closer_to_train: Proportion | None
+    readings: list[str] = field(default_factory=list)
+    distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """Per released record (sampled): distance to the closest train / holdout record."""
+
+    def to_dict(self) -> dict[str, Any]:
+        def prop(p: Proportion | None) -> dict[str, Any] | None:
+            return (
+                None
+                if p is None
+                else {"value": p.value, "interval": list(p.interval), "trials": p.trials}
+            )
+
+        return {
+            "exact_copies": {
+                "share_of_release_in_train": prop(self.copies_of_train),
+                "share_of_release_in_holdout_baseline": prop(self.copies_of_holdout),
+            },
+            "dcr": {
+                "share_closer_to_train": prop(self.closer_to_train),
+                "ideal": 0.5,
+            },
+            "readings": list(self.readings),
+        }

@@ -1,0 +1,281 @@
+"""The main job: sensitive table in, safe artifact + privacy card + report out.
+
+One pipeline: read -> decide each column's domain -> split train/holdout ->
+plan the privacy cost and commit it to the ledger -> discover the domain (DP) ->
+synthesize -> evaluate -> write ``synthetic.csv``, ``card.json`` and
+``report.html`` into a temporary directory and move it into place only when all
+three are complete.
+
+>>> import tempfile, pathlib
+>>> from safeshare.data.examples import load_example
+>>> frame, schema = load_example("fair")
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> result = release(frame, schema=schema, out=tmp / "out", epsilon=1.0, seed=0,
+...                  ledger=tmp / "ledger.sqlite", dataset_name="fair")
+>>> sorted(p.name for p in (tmp / "out").iterdir())
+['card.json', 'report.html', 'synthetic.csv']
+>>> result.card["domain_source"], result.card["secure_noise"]
+('schema', False)
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from safeshare import __version__
+from safeshare._progress import Progress, no_progress
+from safeshare.data.domain import Domain, Kind
+from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_column_unsafe
+from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
+from safeshare.data.schema import Schema
+from safeshare.data.table import Table
+from safeshare.dp.accountant import Accountant
+from safeshare.dp.budget import PrivacyBudget, epsilon_from_rho
+from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Target, plan_discovery
+from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.ledger import Ledger, LedgerStatus
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import BudgetError, InputError, OutputExistsError
+from safeshare.evaluate import evaluate_release, train_holdout_split
+from safeshare.report import card as card_module
+from safeshare.report.html import render_report
+from safeshare.synth.mst import MST
+
+METHODS = ("mst",)
+DOMAIN_SHARE = 0.1  # share of rho spent discovering domains, when the schema leaves some open
+THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """What a release wrote, and the card it wrote."""
+
+    out: Path
+    card: dict[str, Any]
+    synthetic: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+
+
+def release(
+    source: str | Path | pd.DataFrame,
+    *,
+    out: str | Path,
+    method: str = "mst",
+    epsilon: float = 1.0,
+    delta: float = 1e-9,
+    schema: Schema | str | Path | None = None,
+    holdout_fraction: float = 0.2,
+    rows: int | None = None,
+    seed: int | None = None,
+    unsafe_infer: bool = False,
+    ledger: Ledger | str | Path | None = None,
+    total_budget: PrivacyBudget | None = None,
+    force: bool = False,
+    dataset_name: str | None = None,
+    progress: Progress | None = None,
+) -> ReleaseResult:
+    """Release ``source`` as DP synthetic data; see the module docstring for the steps.
+
+    ``total_budget`` is the dataset's total in the ledger when it is seen for the
+    first time (default: this release's own budget).  ``seed`` makes the run
+    reproducible and *not* private against whoever knows the seed.
+    """
+    report = progress or no_progress
+    budget = PrivacyBudget(epsilon, delta)
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    out = Path(out)
+    if out.exists() and not force:
+        raise OutputExistsError(
+            f"output directory {str(out)!r} exists; choose another or pass --force"
+        )
+    if rows is not None and rows < 1:
+        raise InputError(f"rows must be at least 1, got {rows}")
+    schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
+
+    report("reading", 0.0)
+    frame, fingerprint, name = _read(source, schema, dataset_name)
+    decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
+    modelled = [d for d in decisions if d.modelled]
+
+    rand = Randomness(seed)
+    rng = rand.generator()
+    train_rows, holdout_rows = train_holdout_split(len(frame), holdout_fraction, rng)
+    train_frame = frame.iloc[train_rows].reset_index(drop=True)
+    holdout_frame = frame.iloc[holdout_rows].reset_index(drop=True)
+
+    discovery, synthesizer, delta_reserved = _plan(budget, modelled, seed, report)
+    events: list[PrivacyEvent] = [
+        *discovery.events,
+        *synthesizer.privacy_events([d.name for d in modelled]),
+    ]
+    accountant = Accountant(events)
+    epsilon_spent = accountant.check_within(budget)
+    _check_useful(synthesizer, len(modelled), len(train_frame), budget, delta_reserved)
+
+    ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    status = ledger.spend(
+        fingerprint, budget, label=f"release {method}", name=name, default_total=total_budget
+    )
+
+    report("discovering the domain", 0.1)
+    domain, notes = _resolve_domain(decisions, discovery, train_frame, rand)
+    train, encode_report = Table.from_frame(train_frame, domain)
+    holdout = Table.from_frame(holdout_frame, domain)[0] if len(holdout_frame) else None
+
+    report("synthesizing", 0.2)
+    synthesizer.fit(train)
+    synthetic = synthesizer.sample(rows)
+    released = synthetic.decode(rng)
+
+    report("evaluating", 0.8)
+    utility, risk = evaluate_release(synthetic, train, holdout, rng)
+    card = card_module.build_card(
+        method=method,
+        budget=budget,
+        epsilon_spent=epsilon_spent,
+        accountant=accountant,
+        secure_noise=rand.secure,
+        decisions=decisions,
+        domain=domain,
+        name=name,
+        fingerprint=fingerprint,
+        rows_in=len(frame),
+        rows_train=len(train),
+        rows_holdout=len(holdout_frame),
+        rows_out=len(released),
+        holdout_fraction=holdout_fraction,
+        utility=utility,
+        risk=risk,
+        ledger=_ledger_summary(ledger, status),
+        notes=notes,
+        model={"tree_edges": [list(e) for e in synthesizer.edges_]},
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        version=__version__,
+    )
+    report("writing", 0.9)
+    html = render_report(card, train=train, synthetic=synthetic, risk=risk)
+    _write_atomically(out, force, released, card, html)
+    report("done", 1.0)
+    return ReleaseResult(out, card, released, encode_report.warnings() + notes)
+
+
+def _read(
+    source: str | Path | pd.DataFrame, schema: Schema | None, dataset_name: str | None
+) -> tuple[pd.DataFrame, str, str]:
+    if isinstance(source, pd.DataFrame):
+        if source.shape[0] == 0 or source.shape[1] == 0:
+            raise InputError("the table is empty; give at least one column and one record")
+        frame = source.copy()
+        frame.columns = [str(c) for c in frame.columns]
+        return frame, fingerprint_frame(frame), dataset_name or "dataframe"
+    path = Path(source)
+    if schema is None:
+        frame = read_frame(path)
+    else:
+        frame = read_frame(path, names=schema.names, missing_values=schema.missing_values)
+    return frame, fingerprint_file(path), dataset_name or path.name
+
+
+def _plan(
+    budget: PrivacyBudget, modelled: list[ColumnDecision], seed: int | None, report: Progress
+) -> tuple[DiscoveryPlan, MST, float]:
+    """Split the budget between domain discovery and the synthesizer, before reading values."""
+    targets = [_target(d) for d in modelled if d.source is Source.DP]
+    categorical = any(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
+    delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
+    rho = budget.rho(delta_reserved)
+    rho_domain = DOMAIN_SHARE * rho if targets else 0.0
+    discovery = plan_discovery(targets, rho_domain, delta_reserved)
+    synthesizer = MST(rho=rho - rho_domain, rng=seed, progress=_subrange(report, 0.2, 0.8))
+    return discovery, synthesizer, delta_reserved
+
+
+def _target(decision: ColumnDecision) -> Target:
+    spec = decision.spec
+    if spec is None:
+        return Target(decision.name, decision.kind, decision.role, decision.integer)
+    return Target(
+        decision.name,
+        decision.kind,
+        decision.role,
+        decision.integer,
+        max_bins=spec.bins or MAX_BINS,
+        minimum=spec.lower,
+        maximum=spec.upper,
+    )
+
+
+def _check_useful(
+    synthesizer: MST, n_columns: int, n_rows: int, budget: PrivacyBudget, delta_reserved: float
+) -> None:
+    """Refuse a budget whose noise would drown every count of this table."""
+    sigma = synthesizer.noise_scales(n_columns)[0]
+    if 3 * sigma < n_rows:
+        return
+    wanted_rho = synthesizer.total_rho() * (sigma / (n_rows / 20)) ** 2 / (1 - DOMAIN_SHARE)
+    suggestion = epsilon_from_rho(wanted_rho, budget.delta - delta_reserved)
+    raise BudgetError(
+        f"epsilon={budget.epsilon:g} is too small to measure anything useful in this table: each "
+        f"count would get noise of about {sigma:,.0f} records. Use --epsilon {suggestion:.2g} or more"
+    )
+
+
+def _resolve_domain(
+    decisions: list[ColumnDecision], discovery: DiscoveryPlan, frame: pd.DataFrame, rand: Randomness
+) -> tuple[Domain, list[str]]:
+    found = discovery.run(frame, rand)
+    discovered = {c.name: c for c in found.columns}
+    columns = []
+    for d in decisions:
+        if d.source is Source.SCHEMA and d.spec is not None:
+            columns.append(d.spec.to_column(d.name))
+        elif d.source is Source.DP:
+            columns.append(discovered[d.name])
+        elif d.source is Source.NOT_DP:
+            columns.append(infer_column_unsafe(frame[d.name], d))
+    return Domain(tuple(columns)), list(found.notes)
+
+
+def _subrange(report: Progress, start: float, stop: float) -> Progress:
+    return lambda step, done: report(step, start + (stop - start) * done)
+
+
+def _ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
+    return {
+        "path": str(ledger.path),
+        "total_epsilon": status.total.epsilon,
+        "total_delta": status.total.delta,
+        "spent_epsilon": status.spent_epsilon,
+        "spent_delta": status.spent_delta,
+        "releases": status.releases,
+    }
+
+
+def _write_atomically(
+    out: Path, force: bool, released: pd.DataFrame, card: dict[str, Any], html: str
+) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        released.to_csv(staging / "synthetic.csv", index=False)
+        card_module.write_card(card, staging / "card.json")
+        (staging / "report.html").write_text(html, encoding="utf-8")
+        if out.exists():
+            if not force:
+                raise OutputExistsError(f"output directory {str(out)!r} appeared during the run")
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        staging.chmod(
+            0o755
+        )  # mkdtemp makes it private to the user; give it a directory's usual mode
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,176 @@
+"""The privacy card: a machine-checkable JSON account of a release.
+
+It says what was released, under which guarantee, what each step spent, where
+the domain came from, and what was measured.  Everything in it that was computed
+from the private data *without* DP is listed under ``not_dp``.
+
+>>> sorted(REQUIRED_FIELDS)[:4]
+['budget', 'columns', 'created_at', 'delta']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from safeshare.data.domain import Domain
+from safeshare.data.plan import ColumnDecision, Source
+from safeshare.dp.accountant import Accountant
+from safeshare.dp.budget import PrivacyBudget
+from safeshare.evaluate.results import RiskResult, UtilityResult
+
+REQUIRED_FIELDS = frozenset(
+    {
+        "method",
+        "epsilon",
+        "delta",
+        "budget",
+        "secure_noise",
+        "domain_source",
+        "columns",
+        "metrics",
+        "rows_in",
+        "rows_out",
+        "created_at",
+        "safeshare_version",
+    }
+)
+
+
+def domain_source(decisions: list[ColumnDecision]) -> str:
+    """'schema', 'private data, DP', 'schema + private data, DP' or 'private data, not DP'."""
+    sources = {d.source for d in decisions if d.modelled}
+    if Source.NOT_DP in sources:
+        return "private data, not DP"
+    if sources == {Source.SCHEMA}:
+        return "schema"
+    if Source.SCHEMA in sources:
+        return "schema + private data, DP"
+    return "private data, DP"
+
+
+def build_card(
+    *,
+    method: str,
+    budget: PrivacyBudget,
+    epsilon_spent: float,
+    accountant: Accountant,
+    secure_noise: bool,
+    decisions: list[ColumnDecision],
+    domain: Domain,
+    name: str,
+    fingerprint: str,
+    rows_in: int,
+    rows_train: int,
+    rows_holdout: int,
+    rows_out: int,
+    holdout_fraction: float,
+    utility: UtilityResult,
+    risk: RiskResult,
+    ledger: dict[str, Any],
+    notes: list[str],
+    model: dict[str, Any],
+    created_at: str,
+    version: str,
+) -> dict[str, Any]:
+    source = domain_source(decisions)
+    columns: dict[str, Any] = {}
+    for d in decisions:
+        entry: dict[str, Any] = {
+            "kind": str(d.kind),
+            "role": str(d.role),
+            "source": str(d.source),
+            "dropped": not d.modelled,
+        }
+        if d.modelled:
+            entry["codes"] = domain[d.name].size
+        if d.reason:
+            entry["reason"] = d.reason
+        if d.kind_guessed:
+            entry["kind_inferred"] = True
+        columns[d.name] = entry
+    not_dp = [
+        "rows_in, rows_train and rows_holdout are exact counts of the private data",
+        "metrics are computed on the private data (train and holdout) and are not DP; they are "
+        "for the data owner's review",
+    ]
+    if any(d.kind_guessed for d in decisions):
+        not_dp.append(
+            "column kinds and the identifier detection read the private data (not DP); "
+            "only column names and decisions are reported"
+        )
+    if source == "private data, not DP":
+        not_dp.append(
+            "--unsafe-infer: categories and numeric bounds were read from the private "
+            "data without noise; the release is NOT differentially private"
+        )
+    guarantee = (
+        f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
+        "training split" + (", for anyone who does not know the seed" if not secure_noise else "")
+    )
+    if source == "private data, not DP":
+        guarantee = "none: the domain was read from the private data without DP (--unsafe-infer)"
+    return {
+        "safeshare_version": version,
+        "created_at": created_at,
+        "method": method,
+        "guarantee": guarantee,
+        "epsilon": budget.epsilon,
+        "delta": budget.delta,
+        "epsilon_spent": epsilon_spent,
+        "budget": {
+            "accounting": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
+            "dp-accounting's RDP bound; thresholds add their delta",
+            "rho": accountant.rho,
+            "delta_thresholds": accountant.delta_extra,
+            "items": accountant.itemize(epsilon_spent),
+        },
+        "secure_noise": secure_noise,
+        "domain_source": source,
+        "columns": columns,
+        "input": {"name": name, "sha256": fingerprint},
+        "rows_in": rows_in,
+        "rows_train": rows_train,
+        "rows_holdout": rows_holdout,
+        "rows_out": rows_out,
+        "holdout_fraction": holdout_fraction,
+        "metrics": {"utility": utility.to_dict(), "risk": risk.to_dict()},
+        "model": model,
+        "ledger": ledger,
+        "not_dp": not_dp,
+        "notes": notes,
+    }
+
+
+def write_card(card: dict[str, Any], path: str | Path) -> None:
+    """Write the card as JSON; every required field must be present."""
+    missing = REQUIRED_FIELDS - card.keys()
+    if missing:
+        raise ValueError(f"the privacy card lacks {sorted(missing)}")
+    text = json.dumps(_finite(card), indent=2, default=_json_default, allow_nan=False)
+    Path(path).write_text(text + "\n", encoding="utf-8")
+
+
+def _finite(value: Any) -> Any:
+    """The same structure with NaN and infinities replaced by null (JSON has neither)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float | np.floating) and not math.isfinite(float(value)):
+        return None
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return None if not math.isfinite(float(value)) else float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot write {type(value).__name__} to the card")

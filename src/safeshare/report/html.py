@@ -1,0 +1,124 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no network) a person reads.
+
+It renders the privacy card plus charts computed from aggregates (marginal
+proportions, distance histograms); no record of the private data appears in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from safeshare.data.table import Table
+from safeshare.engine import default_engine
+from safeshare.evaluate.results import RiskResult
+from safeshare.evaluate.utility import tvd
+from safeshare.report import plots
+
+MARGINAL_PANELS = 6
+
+
+def render_report(card: dict[str, Any], *, train: Table, synthetic: Table, risk: RiskResult) -> str:
+    """The report for a release, as an HTML string."""
+    environment = Environment(
+        loader=PackageLoader("safeshare.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+    )
+    utility = card["metrics"]["utility"]
+    rows = _utility_rows(utility)
+    charts = {
+        "budget": plots.budget_chart(card["budget"]["items"]),
+        "tvd": plots.tvd_chart(
+            [(f"{r['ways']}-way", r["train_mean"], r["holdout_mean"], r["floor"]) for r in rows]
+        ),
+        "marginals": plots.marginal_chart(_worst_columns(train, synthetic)),
+        "dcr": plots.dcr_chart(risk.distances["train"], risk.distances["holdout"])
+        if risk.distances
+        else "",
+    }
+    return environment.get_template("report.html.j2").render(
+        card=card,
+        charts=charts,
+        utility_rows=rows,
+        risk_rows=_risk_rows(risk),
+        headline=_headline(rows, risk),
+        kept=[n for n, c in card["columns"].items() if not c["dropped"]],
+        dropped=[n for n, c in card["columns"].items() if c["dropped"]],
+    )
+
+
+def _utility_rows(utility: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for key, train in utility["tvd_vs_train"].items():
+        holdout = utility.get("tvd_vs_holdout", {}).get(key)
+        floor = utility.get("tvd_train_vs_holdout_baseline", {}).get(key)
+        rows.append(
+            {
+                "ways": int(key.removesuffix("way")),
+                "count": train["marginals"],
+                "sampled": train["sampled"],
+                "train_mean": train["mean"],
+                "train_max": train["max"],
+                "holdout_mean": holdout["mean"] if holdout else None,
+                "holdout_max": holdout["max"] if holdout else None,
+                "floor": floor["mean"] if floor else None,
+            }
+        )
+    return rows
+
+
+def _headline(rows: list[dict[str, Any]], risk: RiskResult) -> dict[str, Any]:
+    with_holdout = [r for r in rows if r["holdout_mean"] is not None]
+    utility = None
+    if with_holdout:
+        top = with_holdout[-1]
+        utility = {"ways": top["ways"], "release": top["holdout_mean"], "floor": top["floor"]}
+    share = risk.closer_to_train
+    risk_class = "warn" if share is None else ("bad" if share.interval[0] > 0.5 else "good")
+    return {"utility": utility, "risk_class": risk_class}
+
+
+def _risk_rows(risk: RiskResult) -> list[dict[str, Any]]:
+    rows = []
+    if risk.closer_to_train is not None:
+        p = risk.closer_to_train
+        rows.append(
+            {
+                "name": "released records closer to train than to holdout",
+                "value": p.value,
+                "low": p.interval[0],
+                "high": p.interval[1],
+                "against": "50% (ideal)",
+            }
+        )
+    p = risk.copies_of_train
+    rows.append(
+        {
+            "name": "released records equal to a training record",
+            "value": p.value,
+            "low": p.interval[0],
+            "high": p.interval[1],
+            "against": ""
+            if risk.copies_of_holdout is None
+            else f"{risk.copies_of_holdout.value:.1%} equal to an unseen record",
+        }
+    )
+    return rows
+
+
+def _worst_columns(
+    train: Table, synthetic: Table
+) -> list[tuple[str, tuple[str, ...], np.ndarray, np.ndarray]]:
+    engine = default_engine()
+    panels = []
+    for column in train.domain:
+        real = engine.counts(train, [column.name])
+        released = engine.counts(synthetic, [column.name])
+        panels.append((tvd(real, released), column.name, column.labels(), real, released))
+    panels.sort(key=lambda p: -p[0])
+    return [
+        (name, labels, real, released)
+        for _, name, labels, real, released in panels[:MARGINAL_PANELS]
+    ]

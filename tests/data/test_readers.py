@@ -1,0 +1,100 @@
+from pathlib import Path
+
+import pytest
+
+from safeshare.data import read_frame
+from safeshare.errors import InputError, InputFileNotFoundError
+from tests.conftest import SHARED, needs_shared
+
+
+def write(tmp_path: Path, text: str, name: str = "t.csv", encoding: str = "utf-8") -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t", "|"])
+def test_delimiter_is_sniffed(tmp_path, sep):
+    path = write(tmp_path, f"a{sep}b{sep}c\n1{sep}x{sep}2.5\n3{sep}y{sep}4\n")
+    frame = read_frame(path)
+    assert list(frame.columns) == ["a", "b", "c"]
+    assert frame["b"].tolist() == ["x", "y"]
+
+
+def test_bom_quotes_and_missing_tokens(tmp_path):
+    text = '\ufeffname,city,age\n"Smith, J",Paris,?\n"O""Brien",,NA\nLee, Rome , 41\n'
+    frame = read_frame(write(tmp_path, text))
+    assert list(frame.columns) == ["name", "city", "age"]
+    assert frame["name"].tolist() == ["Smith, J", 'O"Brien', "Lee"]
+    assert frame["city"].isna().tolist() == [False, True, False]
+    assert frame["age"].isna().tolist() == [True, True, False]
+    assert frame["city"].iloc[2] == "Rome"
+
+
+def test_headerless_file_takes_given_names(tmp_path):
+    path = write(tmp_path, "39, State-gov, 77516\n50, Private, 83311\n")
+    assert list(read_frame(path).columns) == ["column_1", "column_2", "column_3"]
+    assert list(read_frame(path, names=["age", "work", "w"]).columns) == ["age", "work", "w"]
+
+
+def test_parquet(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "t.parquet"
+    pd.DataFrame({"a": [1, 2], "b": ["x", "?"]}).to_parquet(path)
+    frame = read_frame(path)
+    assert frame["b"].isna().tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "is empty"),
+        ("   \n\n", "is empty"),
+        ("a,b,c\n", "header but no rows"),
+        ("a,b\n1,2\n3,4,5,6\n", "not a well-formed table at line 3"),
+        ("a,,c\n1,2,3\n", "without a name"),
+    ],
+)
+def test_bad_tables_get_one_clear_line(tmp_path, content, message):
+    with pytest.raises(InputError, match=message):
+        read_frame(write(tmp_path, content))
+
+
+def test_binary_and_non_utf8_files(tmp_path):
+    binary = tmp_path / "x.csv"
+    binary.write_bytes(b"PK\x03\x04\x00\x00binary")
+    with pytest.raises(InputError, match="binary data"):
+        read_frame(binary)
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_frame(write(tmp_path, "name\nJos\u00e9\n", encoding="latin-1"))
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(InputFileNotFoundError, match="does not exist"):
+        read_frame(tmp_path / "nope.csv")
+    with pytest.raises(InputError, match="is a directory"):
+        read_frame(tmp_path)
+
+
+def test_errors_never_quote_values(tmp_path):
+    secret = "Alice-Secret-Diagnosis"
+    path = write(tmp_path, f"a,b\n{secret},2\n{secret},3,4\n")
+    with pytest.raises(InputError) as caught:
+        read_frame(path)
+    assert secret not in str(caught.value)
+
+
+@needs_shared
+def test_uci_adult_raw_file():
+    frame = read_frame(SHARED / "adult-uci" / "adult.data")
+    assert frame.shape == (32561, 15)
+    assert frame["column_2"].isna().sum() == 1836  # '?' workclass values are missing
+    assert frame["column_1"].iloc[0] == "39"
+
+
+@needs_shared
+def test_arx_adult_semicolons():
+    frame = read_frame(SHARED / "adult-arx" / "adult.csv")
+    assert frame.shape == (30162, 9)
+    assert frame.columns[0] == "sex"

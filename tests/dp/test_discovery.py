@@ -1,0 +1,77 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from safeshare.data import Kind
+from safeshare.dp import Randomness, Target, plan_discovery
+from safeshare.dp.discovery import gaussian_tail_bound, numeric_grid
+from safeshare.dp.events import ThresholdedGaussianEvent
+
+
+@pytest.mark.parametrize(("sigma", "k"), [(1.0, 3), (5.0, 20), (37.5, 200), (2.0, 0)])
+def test_tail_bound_is_an_upper_bound(sigma, k):
+    grid = np.arange(-int(60 * sigma) - 10, int(60 * sigma) + 11)
+    pmf = np.exp(-(grid.astype(float) ** 2) / (2 * sigma**2))
+    exact = pmf[grid >= k].sum() / pmf.sum()
+    bound = gaussian_tail_bound(k, sigma)
+    assert exact <= bound <= 3 * exact + 1e-300
+
+
+def test_plan_states_its_cost_before_data():
+    targets = [Target("city", Kind.CATEGORICAL), Target("age", Kind.NUMERIC, integer=True)]
+    plan = plan_discovery(targets, rho=0.02, delta=1e-9)
+    events = plan.events
+    assert math.fsum(e.rho for e in events) == pytest.approx(0.02)
+    assert isinstance(events[0], ThresholdedGaussianEvent) and events[0].delta <= 1e-9
+    assert events[1].delta == 0
+    assert gaussian_tail_bound(plan.threshold - 1, plan.sigma) <= 1e-9
+
+
+def test_rare_categories_never_appear_and_frequent_ones_do():
+    values = ["London"] * 3000 + ["Paris"] * 2000 + [f"rare-{i}" for i in range(300)] + [None] * 50
+    frame = pd.DataFrame({"city": values})
+    plan = plan_discovery([Target("city", Kind.CATEGORICAL)], rho=0.05, delta=1e-9)
+    column = plan.run(frame, Randomness(3)).columns[0]
+    assert column.categories == ("London", "Paris")
+    assert column.other_code is not None and column.missing
+
+
+def test_numeric_bounds_and_bins_follow_the_data():
+    rng = np.random.default_rng(0)
+    ages = rng.integers(18, 91, 8000)
+    frame = pd.DataFrame({"age": ages.astype(str)})
+    plan = plan_discovery([Target("age", Kind.NUMERIC, integer=True)], rho=0.05, delta=1e-9)
+    column = plan.run(frame, Randomness(1)).columns[0]
+    lo, hi = column.bounds
+    assert 14 <= lo <= 20 and 85 <= hi <= 130
+    assert 2 <= column.n_values <= 16
+
+
+def test_skewed_numbers_get_equal_mass_bins():
+    rng = np.random.default_rng(1)
+    incomes = np.round(rng.lognormal(10, 1, 20_000), 2)
+    frame = pd.DataFrame({"income": incomes.astype(str)})
+    plan = plan_discovery([Target("income", Kind.NUMERIC)], rho=0.1, delta=1e-9)
+    column = plan.run(frame, Randomness(2)).columns[0]
+    counts = np.histogram(np.clip(incomes, *column.bounds), bins=np.array(column.edges))[0]
+    assert counts.max() < 0.3 * len(incomes)  # no bin holds most of the data
+    assert column.bounds[0] < np.quantile(incomes, 0.01) and column.bounds[1] > np.quantile(
+        incomes, 0.99
+    )
+
+
+def test_dates_use_month_cells():
+    days = pd.date_range("2019-01-01", "2021-12-31", freq="D")
+    frame = pd.DataFrame({"visit": np.repeat(days.strftime("%Y-%m-%d"), 10)})
+    plan = plan_discovery([Target("visit", Kind.DATETIME)], rho=0.05, delta=1e-9)
+    column = plan.run(frame, Randomness(4)).columns[0]
+    assert column.kind is Kind.DATETIME and column.labels()[0].startswith("[2019-01-01")
+    assert column.labels()[-2].endswith("2021-12-31]")  # the last bin is closed
+
+
+def test_the_grid_is_public_and_ordered():
+    grid = numeric_grid()
+    assert np.all(np.diff(grid) > 0) and grid[0] < -1e12 and grid[-1] > 1e12
+    assert np.searchsorted(grid, 0.0, side="right") - 1 == len(grid) // 2 - 1

@@ -1,0 +1,192 @@
+"""The main job end to end, and every bad input the issue lists."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from safeshare import PrivacyBudget, Schema, release
+from safeshare.dp import Ledger
+from safeshare.errors import (
+    BudgetError,
+    BudgetExceededError,
+    EncodingError,
+    InputError,
+    InputFileNotFoundError,
+    OutputExistsError,
+    SchemaError,
+)
+from safeshare.report import REQUIRED_FIELDS
+
+
+@pytest.fixture(scope="module")
+def patients_csv(tmp_path_factory, fair) -> Path:
+    """The fair survey with direct identifiers added, as a user's CSV would have them."""
+    frame = fair[0].copy()
+    frame.insert(0, "name", [f"Respondent {i}" for i in range(len(frame))])
+    frame.insert(1, "email", [f"respondent{i}@example.org" for i in range(len(frame))])
+    path = tmp_path_factory.mktemp("patients") / "patients.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def read_card(out: Path) -> dict:
+    return json.loads((out / "card.json").read_text())
+
+
+def test_release_with_a_schema(tmp_path, fair_csv, fair):
+    out = tmp_path / "release"
+    result = release(fair_csv, schema=fair[1], out=out, epsilon=1.0, delta=1e-9, seed=1)
+    assert sorted(p.name for p in out.iterdir()) == ["card.json", "report.html", "synthetic.csv"]
+    card = read_card(out)
+    assert card.keys() >= REQUIRED_FIELDS
+    assert card["domain_source"] == "schema" and card["secure_noise"] is False
+    assert card["epsilon_spent"] <= 1.0 + 1e-9
+    assert math.fsum(i["epsilon_share"] for i in card["budget"]["items"]) == pytest.approx(
+        card["epsilon_spent"]
+    )
+    assert card["rows_in"] == 6366 and card["rows_holdout"] == 1273
+    synthetic = pd.read_csv(out / "synthetic.csv")
+    assert list(synthetic.columns) == list(fair[0].columns) and len(synthetic) == card["rows_out"]
+    religious = synthetic["religious"].astype("string").fillna("(missing)")
+    assert set(religious.unique()) <= {"1", "2", "3", "4", "(other)", "(missing)"}
+    assert (
+        religious.isin(["1", "2", "3", "4"]).mean() > 0.98
+    )  # noise may leave a few in the fallback codes
+    assert result.card == card
+    html = (out / "report.html").read_text()
+    assert "<svg" in html
+    assert not re.search(
+        r"(src|href)\s*=\s*[\"']?(https?:)?//|url\(\s*['\"]?https?:|<link|<script", html
+    )
+
+
+def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patients_csv):
+    out = tmp_path / "release"
+    release(patients_csv, out=out, epsilon=2.0, seed=2)
+    card = read_card(out)
+    assert card["domain_source"] == "private data, DP"
+    assert card["columns"]["name"]["dropped"] and card["columns"]["email"]["dropped"]
+    assert card["columns"]["email"]["reason"] == "e-mail addresses"
+    steps = [item["step"] for item in card["budget"]["items"]]
+    assert "domain of 'affairs'" in steps and "mst: 2-way marginals" in steps
+    assert math.fsum(i["epsilon_share"] for i in card["budget"]["items"]) == pytest.approx(
+        card["epsilon_spent"]
+    )
+    assert card["epsilon_spent"] <= 2.0 + 1e-9
+    assert any("identifier detection" in line for line in card["not_dp"])
+    synthetic = pd.read_csv(out / "synthetic.csv")
+    assert "name" not in synthetic.columns and "email" not in synthetic.columns
+    text = (
+        (out / "synthetic.csv").read_text() + (out / "report.html").read_text() + json.dumps(card)
+    )
+    assert "Respondent 1" not in text and "@example.org" not in text
+
+
+def test_unsafe_inference_is_flagged(tmp_path, patients_csv):
+    out = tmp_path / "release"
+    release(patients_csv, out=out, epsilon=1.0, unsafe_infer=True, seed=3)
+    card = read_card(out)
+    assert card["domain_source"] == "private data, not DP"
+    assert card["guarantee"].startswith("none")
+    assert any("--unsafe-infer" in line for line in card["not_dp"])
+
+
+def test_the_ledger_refuses_a_second_release_until_the_total_is_raised(tmp_path, fair_csv, fair):
+    ledger = tmp_path / "ledger.sqlite"
+    release(fair_csv, schema=fair[1], out=tmp_path / "a", ledger=ledger, seed=4)
+    with pytest.raises(BudgetExceededError, match="has spent epsilon=1"):
+        release(fair_csv, schema=fair[1], out=tmp_path / "b", ledger=ledger, seed=4)
+    assert not (tmp_path / "b").exists()
+    book = Ledger(ledger)
+    status = book.find("fair.csv")
+    book.set_total(status.fingerprint, PrivacyBudget(2.0, 1e-8))
+    release(fair_csv, schema=fair[1], out=tmp_path / "b", ledger=ledger, seed=4)
+    assert read_card(tmp_path / "b")["ledger"]["spent_epsilon"] == pytest.approx(2.0)
+
+
+def test_output_directory_is_never_overwritten_without_force(tmp_path, fair_csv, fair):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="pass --force"):
+        release(fair_csv, schema=fair[1], out=out, seed=5)
+    assert (out / "keep.txt").read_text() == "mine"
+    release(fair_csv, schema=fair[1], out=out, seed=5, force=True, ledger=tmp_path / "l.sqlite")
+    assert not (out / "keep.txt").exists() and (out / "card.json").exists()
+
+
+def test_values_outside_the_schema_become_other_with_a_count(tmp_path, fair):
+    frame = fair[0].copy()
+    frame.loc[:9, "religious"] = 9.0
+    result = release(frame, schema=fair[1], out=tmp_path / "o", seed=6, holdout_fraction=0)
+    assert any("'religious'" in w and "'(other)'" in w for w in result.warnings)
+    assert "9" not in " ".join(w for w in result.warnings if "religious" in w).replace(
+        "'religious'", ""
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"epsilon": 0}, BudgetError, "epsilon must be a positive number"),
+        ({"epsilon": -2}, BudgetError, "epsilon must be a positive number"),
+        ({"delta": 0}, BudgetError, "delta must lie strictly between 0 and 1"),
+        ({"delta": 1.5}, BudgetError, "delta must lie strictly between 0 and 1"),
+        ({"epsilon": 1e-4}, BudgetError, "too small to measure anything useful"),
+        ({"method": "gan"}, InputError, "unknown method 'gan'"),
+        ({"holdout_fraction": 1.0}, InputError, "holdout fraction"),
+    ],
+)
+def test_bad_parameters(tmp_path, fair_csv, fair, kwargs, error, message):
+    out = tmp_path / "out"
+    with pytest.raises(error, match=message):
+        release(fair_csv, schema=fair[1], out=out, **kwargs)
+    assert not out.exists() and not list(tmp_path.glob(".out.*"))
+    assert Ledger().datasets() == []  # nothing was spent
+
+
+def test_bad_files(tmp_path, fair):
+    out = tmp_path / "out"
+    with pytest.raises(InputFileNotFoundError):
+        release(tmp_path / "missing.csv", out=out)
+    binary = tmp_path / "data.csv"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InputError, match="binary data"):
+        release(binary, out=out)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="is empty"):
+        release(empty, out=out)
+    header = tmp_path / "header.csv"
+    header.write_text("a,b,c\n")
+    with pytest.raises(InputError, match="header but no rows"):
+        release(header, out=out)
+    assert not out.exists()
+
+
+def test_schema_mismatches(tmp_path, fair):
+    frame, schema = fair
+    with pytest.raises(SchemaError, match=r"\['zip'\] are declared"):
+        extra = Schema.from_dict({"columns": {"zip": {"kind": "categorical", "categories": ["1"]}}})
+        release(frame, schema=extra, out=tmp_path / "o")
+    texty = frame.astype(object).copy()
+    texty.loc[3, "affairs"] = "lots"
+    with pytest.raises(
+        EncodingError, match="'affairs' is declared numeric but 1 of its values"
+    ) as caught:
+        release(texty, schema=schema, out=tmp_path / "o", holdout_fraction=0, seed=1)
+    assert "lots" not in str(caught.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_column_of_all_unique_values_and_an_empty_frame(tmp_path, fair):
+    frame = fair[0].copy()
+    frame["code"] = [f"k{i:06d}" for i in range(len(frame))]
+    result = release(frame, out=tmp_path / "o", seed=1, epsilon=2.0)
+    assert result.card["columns"]["code"]["reason"] == "near-unique values"
+    with pytest.raises(InputError, match="empty"):
+        release(pd.DataFrame(), out=tmp_path / "p")
