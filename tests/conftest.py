@@ -64,20 +64,8 @@ def adult_pgm() -> Table:
         pytest.skip("needs ../shared/datasets")
     import json
 
-    from safeshare.data import Column, Domain, Kind
+    from safeshare.data import Domain
 
     sizes = json.loads((SHARED / "adult-pgm" / "adult-domain.json").read_text())
     frame = pd.read_csv(SHARED / "adult-pgm" / "adult.csv")
-    domain = Domain(
-        tuple(
-            Column(
-                name,
-                Kind.CATEGORICAL,
-                categories=tuple(str(i) for i in range(size)),
-                other=False,
-                missing=False,
-            )
-            for name, size in sizes.items()
-        )
-    )
-    return Table({name: frame[name].to_numpy() for name in sizes}, domain)
+    return Table({name: frame[name].to_numpy() for name in sizes}, Domain.from_sizes(sizes))

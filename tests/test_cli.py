@@ -139,3 +139,18 @@ def test_a_real_process(tmp_path, fair_csv):
         check=False,
     )
     assert failed.returncode == 2 and failed.stderr.startswith("error:")
+
+
+def test_typer_runner(tmp_path, fair_csv):
+    from typer.testing import CliRunner
+
+    from safeshare.cli import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["release", "--help"])
+    assert shown.exit_code == 0 and "--epsilon" in shown.output and "--unsafe-infer" in shown.output
+    done = runner.invoke(
+        app, ["release", str(fair_csv), "--out", str(tmp_path / "o"), "--seed", "1", "--quiet"]
+    )
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "o" / "card.json").exists()

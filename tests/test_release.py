@@ -181,6 +181,11 @@ def test_schema_mismatches(tmp_path, fair):
         release(texty, schema=schema, out=tmp_path / "o", holdout_fraction=0, seed=1)
     assert "lots" not in str(caught.value)
     assert not (tmp_path / "o").exists()
+    assert Ledger().datasets() == []  # refused before any budget was spent
+    open_schema = Schema.from_dict({"columns": {"affairs": {"kind": "numeric"}}})
+    with pytest.raises(EncodingError, match="'affairs' is declared numeric"):
+        release(texty, schema=open_schema, out=tmp_path / "o", seed=1)
+    assert Ledger().datasets() == []
 
 
 def test_a_column_of_all_unique_values_and_an_empty_frame(tmp_path, fair):
@@ -190,3 +195,14 @@ def test_a_column_of_all_unique_values_and_an_empty_frame(tmp_path, fair):
     assert result.card["columns"]["code"]["reason"] == "near-unique values"
     with pytest.raises(InputError, match="empty"):
         release(pd.DataFrame(), out=tmp_path / "p")
+
+
+def test_one_column_and_an_all_missing_column(tmp_path, fair):
+    frame = fair[0][["religious"]].copy()
+    result = release(frame, out=tmp_path / "one", seed=2, epsilon=1.0)
+    assert result.card["model"]["tree_edges"] == [] and result.card["rows_out"] > 0
+    frame = fair[0].copy()
+    frame["empty"] = None
+    result = release(frame, out=tmp_path / "two", seed=2, epsilon=1.0, ledger=tmp_path / "l.sqlite")
+    assert result.synthetic["empty"].isna().mean() > 0.9
+    assert any("'empty'" in note for note in result.card["notes"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,10 +43,12 @@ class ColumnEncoding:
 class EncodeReport:
     columns: dict[str, ColumnEncoding] = field(default_factory=dict)
 
-    def warnings(self) -> list[str]:
-        """One readable line per column whose values were folded or clipped."""
+    def warnings(self, columns: Collection[str] | None = None) -> list[str]:
+        """One readable line per column (of ``columns``, default all) whose values were folded or clipped."""
         lines = []
         for name, enc in self.columns.items():
+            if columns is not None and name not in columns:
+                continue
             if enc.other:
                 lines.append(
                     f"column {name!r}: {enc.other} value(s) outside the declared categories "
@@ -82,7 +85,7 @@ def _encode_column(values: pd.Series, column: Column) -> tuple[np.ndarray, Colum
         )
     if column.is_categorical:
         return _encode_categorical(values, column)
-    numbers = _as_numbers(values, column)
+    numbers = as_numbers(values, column.name, column.kind)
     return _encode_bins(numbers, column)
 
 
@@ -141,10 +144,10 @@ def _numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
     return lookup
 
 
-def _as_numbers(values: pd.Series, column: Column) -> np.ndarray:
-    """Floats (day numbers for datetimes); NaN where missing; errors on text."""
+def as_numbers(values: pd.Series, name: str, kind: Kind) -> np.ndarray:
+    """Floats (day numbers for datetimes); NaN where missing; an error names the count of bad values."""
     missing = _missing_mask(values)
-    if column.kind is Kind.DATETIME:
+    if kind is Kind.DATETIME:
         parsed = parse_dates(values)
         numbers = ((parsed - pd.Timestamp("1970-01-01")) / _DAY).to_numpy(
             dtype=float, na_value=np.nan
@@ -156,7 +159,7 @@ def _as_numbers(values: pd.Series, column: Column) -> np.ndarray:
     bad = np.isnan(numbers) & ~missing
     if bad.any():
         raise EncodingError(
-            f"column {column.name!r} is declared {column.kind} but {int(bad.sum())} of its values "
+            f"column {name!r} is declared {kind} but {int(bad.sum())} of its values "
             f"are not {what}; declare it categorical in the schema or clean those values"
         )
     return numbers

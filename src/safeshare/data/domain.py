@@ -20,7 +20,7 @@ values outside the declared categories (``other``) and one for missing values.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from enum import StrEnum
@@ -259,6 +259,28 @@ class Domain:
 
     def to_dict(self) -> dict[str, Any]:
         return {"columns": [c.to_dict() for c in self.columns]}
+
+    @classmethod
+    def from_sizes(cls, sizes: Mapping[str, int]) -> Domain:
+        """A domain of integer-coded columns (codes ``0..size-1``, no other/missing code).
+
+        The form of Private-PGM's ``domain.json``:
+
+        >>> Domain.from_sizes({"age": 85, "sex": 2}).shape()
+        (85, 2)
+        """
+        return cls(
+            tuple(
+                Column(
+                    name,
+                    Kind.CATEGORICAL,
+                    categories=tuple(str(i) for i in range(size)),
+                    other=False,
+                    missing=False,
+                )
+                for name, size in sizes.items()
+            )
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Domain:

@@ -21,8 +21,8 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import integer_edges, singleton_edges
-from safeshare.data.domain import Column, Kind, Role
+from safeshare.data.codec import as_numbers, encode_frame, integer_edges, singleton_edges
+from safeshare.data.domain import Column, Domain, Kind, Role
 from safeshare.data.inference import GuessedColumn, infer_columns
 from safeshare.data.schema import DEFAULT_BINS, MAX_SINGLETON_INTEGERS, ColumnSpec, Schema
 from safeshare.errors import SchemaError
@@ -119,6 +119,20 @@ def _drop_reason(
     return None
 
 
+def check_values(frame: pd.DataFrame, decisions: list[ColumnDecision]) -> None:
+    """Raise the encoding error a release would meet later, before any budget is spent.
+
+    Columns the schema fixes are encoded in full; numeric and date columns whose
+    domain is still to be found must at least parse.
+    """
+    declared = [d for d in decisions if d.source is Source.SCHEMA and d.spec is not None]
+    if declared:
+        encode_frame(frame, Domain(tuple(d.spec.to_column(d.name) for d in declared if d.spec)))
+    for d in decisions:
+        if d.modelled and d.source is not Source.SCHEMA and d.kind in (Kind.NUMERIC, Kind.DATETIME):
+            as_numbers(frame[d.name], d.name, d.kind)
+
+
 def infer_column_unsafe(values: pd.Series, decision: ColumnDecision) -> Column:
     """A column's domain read straight from the data: NOT differentially private.
 
@@ -131,13 +145,8 @@ def infer_column_unsafe(values: pd.Series, decision: ColumnDecision) -> Column:
         counts = present.astype("string").str.strip().value_counts()
         categories = tuple(sorted(map(str, counts.index[:MAX_UNSAFE_CATEGORIES])))
         return Column(decision.name, decision.kind, decision.role, categories=categories)
-    if decision.kind is Kind.DATETIME:
-        from safeshare.data.codec import parse_dates
-
-        days = (parse_dates(present) - pd.Timestamp("1970-01-01")) / np.timedelta64(1, "D")
-        numbers = days.dropna().to_numpy(dtype=float)
-    else:
-        numbers = pd.to_numeric(present, errors="coerce").dropna().to_numpy(dtype=float)
+    numbers = as_numbers(present, decision.name, decision.kind)
+    numbers = numbers[~np.isnan(numbers)]
     lower = spec.lower if spec is not None else None
     upper = spec.upper if spec is not None else None
     lo = lower if lower is not None else (float(numbers.min()) if numbers.size else 0.0)

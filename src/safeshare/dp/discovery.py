@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import parse_dates, singleton_edges
+from safeshare.data.codec import as_numbers, singleton_edges
 from safeshare.data.domain import Column, Kind, Role, day_number
 from safeshare.dp.events import GaussianEvent, PrivacyEvent, ThresholdedGaussianEvent
 from safeshare.dp.mechanisms import GaussianMechanism
@@ -187,15 +187,9 @@ def date_grid(first_year: int = 1900, last_year: int = 2100) -> np.ndarray:
 def _bins(
     values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
 ) -> tuple[Column, str | None]:
-    if target.kind is Kind.DATETIME:
-        grid = date_grid()
-        parsed = parse_dates(values.dropna())
-        numbers = (
-            (parsed.dropna() - pd.Timestamp("1970-01-01")) / np.timedelta64(1, "D")
-        ).to_numpy()
-    else:
-        grid = numeric_grid()
-        numbers = pd.to_numeric(values.dropna(), errors="coerce").dropna().to_numpy(dtype=float)
+    grid = date_grid() if target.kind is Kind.DATETIME else numeric_grid()
+    numbers = as_numbers(values, target.name, target.kind)
+    numbers = numbers[~np.isnan(numbers)]
     cells = np.clip(np.searchsorted(grid, numbers, side="right") - 1, 0, len(grid) - 2)
     noisy = mechanism.release(np.bincount(cells, minlength=len(grid) - 1), rand)
     occupied = np.flatnonzero(noisy >= _OCCUPIED_SIGMAS * mechanism.sigma)

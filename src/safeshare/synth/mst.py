@@ -60,7 +60,7 @@ class MST(FitOnce):
         delta: float = 1e-9,
         *,
         rho: float | None = None,
-        iterations: int = 2000,
+        iterations: int = 500,
         engine: CountingEngine | None = None,
         rng: int | np.random.Generator | None = None,
         progress: Progress | None = None,

@@ -20,8 +20,6 @@ three are complete.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +30,13 @@ import pandas as pd
 from safeshare import __version__
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain, Kind
-from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_column_unsafe
+from safeshare.data.plan import (
+    ColumnDecision,
+    Source,
+    check_values,
+    decide_columns,
+    infer_column_unsafe,
+)
 from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
@@ -42,8 +46,9 @@ from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Target, plan_discove
 from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.ledger import Ledger, LedgerStatus
 from safeshare.dp.randomness import Randomness
-from safeshare.errors import BudgetError, InputError, OutputExistsError
+from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release, train_holdout_split
+from safeshare.release.output import check_output, write_release
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.mst import MST
@@ -92,10 +97,7 @@ def release(
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
     out = Path(out)
-    if out.exists() and not force:
-        raise OutputExistsError(
-            f"output directory {str(out)!r} exists; choose another or pass --force"
-        )
+    check_output(out, force)
     if rows is not None and rows < 1:
         raise InputError(f"rows must be at least 1, got {rows}")
     schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
@@ -103,6 +105,7 @@ def release(
     report("reading", 0.0)
     frame, fingerprint, name = _read(source, schema, dataset_name)
     decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
+    check_values(frame, decisions)
     modelled = [d for d in decisions if d.modelled]
 
     rand = Randomness(seed)
@@ -162,9 +165,11 @@ def release(
     )
     report("writing", 0.9)
     html = render_report(card, train=train, synthetic=synthetic, risk=risk)
-    _write_atomically(out, force, released, card, html)
+    write_release(out, {"synthetic.csv": released, "card.json": card, "report.html": html}, force)
     report("done", 1.0)
-    return ReleaseResult(out, card, released, encode_report.warnings() + notes)
+    # folding and clipping are expected where DP chose the domain; against a schema they are news
+    declared = [d.name for d in decisions if d.source is Source.SCHEMA]
+    return ReleaseResult(out, card, released, encode_report.warnings(declared) + notes)
 
 
 def _read(
@@ -257,25 +262,3 @@ def _ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
         "spent_delta": status.spent_delta,
         "releases": status.releases,
     }
-
-
-def _write_atomically(
-    out: Path, force: bool, released: pd.DataFrame, card: dict[str, Any], html: str
-) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        released.to_csv(staging / "synthetic.csv", index=False)
-        card_module.write_card(card, staging / "card.json")
-        (staging / "report.html").write_text(html, encoding="utf-8")
-        if out.exists():
-            if not force:
-                raise OutputExistsError(f"output directory {str(out)!r} appeared during the run")
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        staging.chmod(
-            0o755
-        )  # mkdtemp makes it private to the user; give it a directory's usual mode
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

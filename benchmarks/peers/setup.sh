@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Set up the peers of benchmarks/mst_adult.py, each in its own venv (idempotent).
+#
+#   bash benchmarks/peers/setup.sh
+#
+#   benchmarks/.venvs/mbi/         mbi 2.0.0 (+ pandas, matplotlib for the mechanism scripts)
+#   benchmarks/.venvs/smartnoise/  smartnoise-synth 1.0.8 (pulls mbi 1.1.0 from PyPI, torch)
+#   benchmarks/peers/vendor/private-pgm/  mst.py + cdp2adp.py from the Private-PGM repository
+#                                          (now github.com/ryan112358/mbi), never committed
+#
+# The vendored scripts are copied from, in order: an existing copy (kept), a local clone or
+# git dir named by PRIVATE_PGM_SRC, or a fresh clone of the repository (needs GitHub access).
+# Everything installed here is git-ignored.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BENCH="$(dirname "$HERE")"
+VENVS="$BENCH/.venvs"
+VENDOR="$HERE/vendor/private-pgm"
+PYTHON="${PYTHON:-python3}"
+REPO_URL="https://github.com/ryan112358/mbi"
+# newest commit of the repository at the time of writing; its mechanisms/ read mbi 2.0's API
+# except for Domain.attrs, which the driver restores as an alias of Domain.attributes
+PGM_COMMIT="361705d7f05f8c0ac4d5b3640e688eb4f692346e"
+FILES=(mst.py cdp2adp.py)
+
+make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
+    local name="$1" pin="$2"
+    shift 2
+    local venv="$VENVS/$name" pkg="${pin%%==*}" want="${pin##*==}"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "creating $venv"
+        "$PYTHON" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+    fi
+    local have
+    have="$("$venv/bin/python" -m pip show "$pkg" 2>/dev/null | sed -n 's/^Version: //p')"
+    if [ "$have" != "$want" ] || { [ $# -gt 0 ] && ! "$venv/bin/python" -m pip show "$@" >/dev/null 2>&1; }; then
+        echo "installing $pin $* into $venv"
+        "$venv/bin/python" -m pip install --quiet "$pin" "$@"
+    else
+        echo "$name: $pin already installed"
+    fi
+}
+
+copy_vendor() {  # copy_vendor GIT_DIR_OR_CHECKOUT
+    local src="$1" rev="$PGM_COMMIT"
+    if ! git -C "$src" cat-file -e "$rev^{commit}" 2>/dev/null; then
+        rev="HEAD"
+        echo "warning: $PGM_COMMIT not in $src, using its HEAD" >&2
+    fi
+    mkdir -p "$VENDOR"
+    for f in "${FILES[@]}"; do
+        git -C "$src" show "$rev:mechanisms/$f" >"$VENDOR/$f"
+    done
+    echo "$REPO_URL $(git -C "$src" rev-parse "$rev") ${FILES[*]/#/mechanisms/}" >"$VENDOR/SOURCE.txt"
+    echo "copied ${FILES[*]} from $src at $(git -C "$src" rev-parse --short "$rev")"
+}
+
+setup_vendor() {
+    if [ -f "$VENDOR/mst.py" ] && [ -f "$VENDOR/cdp2adp.py" ]; then
+        echo "vendor: $VENDOR already has ${FILES[*]}"
+    elif [ -n "${PRIVATE_PGM_SRC:-}" ]; then
+        copy_vendor "$PRIVATE_PGM_SRC"
+    else
+        local tmp
+        tmp="$(mktemp -d)"
+        trap 'rm -rf "$tmp"' RETURN
+        if GIT_TERMINAL_PROMPT=0 git clone --quiet "$REPO_URL" "$tmp/mbi" 2>/dev/null; then
+            copy_vendor "$tmp/mbi"
+        else
+            echo "vendor: could not clone $REPO_URL. Clone https://github.com/ryan112358/private-pgm" \
+                "(now $REPO_URL) elsewhere and rerun with PRIVATE_PGM_SRC=<that clone>, or copy" \
+                "mechanisms/mst.py and mechanisms/cdp2adp.py into $VENDOR/ by hand." \
+                "The benchmark reports the mbi peer as 'not set up' until then." >&2
+        fi
+    fi
+}
+
+mkdir -p "$VENVS"
+make_venv mbi mbi==2.0.0 pandas matplotlib
+make_venv smartnoise smartnoise-synth==1.0.8
+setup_vendor
