@@ -1,0 +1,1 @@
+"""anonymize/: hierarchies, privacy models, the optimal lattice search, quality, transforms."""

@@ -1,0 +1,361 @@
+"""The anonymization config: a YAML file (or dict) validated with pydantic.
+
+.. code-block:: yaml
+
+    quasi_identifiers:
+      age: {hierarchy: adult_hierarchy_age.csv}       # ARX CSV, relative to this file
+      zip: {hierarchy: mask}                           # 13053 -> 1305* -> 130** -> ... -> *
+      income: {hierarchy: {intervals: [1000, 5000, 10000]}}
+      visits: {hierarchy: {cuts: [[1, 3, 10], [3]]}}
+      birth: {hierarchy: dates}                        # day -> month -> year -> *
+      marital: {hierarchy: {groups: [{married: [Married-civ-spouse, Married-AF-spouse]}]}}
+      city: {hierarchy: auto, max_level: 2}            # a default hierarchy; cap the level
+    sensitive:
+      disease: {hierarchy: diseases.csv}               # hierarchical t-closeness needs one
+    transforms:                                        # columns that are not generalized
+      name: drop
+      email: {pseudonymize: {key_env: SAFESHARE_KEY}}
+      phone: {mask: {keep: 2}}
+      visit_date: {date_shift: {subject: patient_id, key_file: key.txt, max_days: 30}}
+      salary: {top_code: 200000, bottom_code: 0}
+    privacy:
+      k: 5
+      l_diversity: [{attribute: disease, l: 2, variant: distinct}]
+      t_closeness: [{attribute: disease, t: 0.3, distance: hierarchical}]
+      k_map: {k: 5, population: population.csv}
+      average_risk: 0.05
+      max_risk: 0.2
+    suppression_limit: 0.01     # share of records that may be suppressed
+    quality: precision          # precision | loss | ncp | entropy | discernibility | aecs
+    search: optimal             # optimal (full-domain, exact) | local (Mondrian on hierarchies)
+    suppressed_records: remove  # remove | mask (every quasi-identifier becomes *)
+
+>>> config = AnonymizeConfig.from_dict({"quasi_identifiers": {"age": {"hierarchy": "auto"}},
+...                                     "privacy": {"k": 3}})
+>>> config.privacy.k, config.quality, config.suppression_limit
+(3, 'precision', 0.0)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from safeshare.anonymize.models import (
+    AverageRisk,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    MaxRisk,
+    PrivacyModel,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from safeshare.errors import SchemaError
+
+HIERARCHY_KINDS = ("csv", "intervals", "cuts", "dates", "mask", "groups", "auto", "rows")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HierarchySpec(_Strict):
+    """One way to get a hierarchy: a file, a builder, or inline rows."""
+
+    csv: str | None = None
+    intervals: list[float] | None = None
+    origin: float = 0.0
+    cuts: list[list[float]] | None = None
+    dates: bool | None = None
+    mask: bool | None = None
+    groups: list[dict[str, list[str]]] | None = None
+    auto: bool | None = None
+    rows: list[list[str]] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HierarchySpec:
+        given = [k for k in HIERARCHY_KINDS if getattr(self, k) not in (None, False)]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of {list(HIERARCHY_KINDS)} for a hierarchy, not {given or 'none'}"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in HIERARCHY_KINDS if getattr(self, k) not in (None, False))
+
+
+def _hierarchy_shorthand(value: Any) -> Any:
+    if isinstance(value, str):
+        if value in ("auto", "dates", "mask"):
+            return {value: True}
+        return {"csv": value}
+    if isinstance(value, list):
+        return {"rows": value}
+    return value
+
+
+class QuasiIdentifierSpec(_Strict):
+    """A quasi-identifier: its hierarchy and, optionally, the levels the search may use."""
+
+    hierarchy: HierarchySpec | None = None
+    min_level: int = Field(0, ge=0)
+    max_level: int | None = Field(None, ge=0)
+
+    @field_validator("hierarchy", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return _hierarchy_shorthand(value)
+
+    @model_validator(mode="after")
+    def _levels(self) -> QuasiIdentifierSpec:
+        if self.max_level is not None and self.max_level < self.min_level:
+            raise ValueError(f"max_level {self.max_level} is below min_level {self.min_level}")
+        return self
+
+
+class SensitiveSpec(_Strict):
+    """A sensitive attribute: kept as is; its hierarchy or order serves t-closeness."""
+
+    hierarchy: HierarchySpec | None = None
+    order: list[str] | None = None
+
+    @field_validator("hierarchy", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return _hierarchy_shorthand(value)
+
+
+class PseudonymizeSpec(_Strict):
+    key_file: str | None = None
+    key_env: str | None = None
+    length: int = Field(16, ge=8, le=64)
+    prefix: str = ""
+
+    @model_validator(mode="after")
+    def _one_key(self) -> PseudonymizeSpec:
+        if (self.key_file is None) == (self.key_env is None):
+            raise ValueError("give exactly one of key_file or key_env (never a bare hash)")
+        return self
+
+
+class MaskSpec(_Strict):
+    keep: int = Field(0, ge=0)
+    keep_end: int = Field(0, ge=0)
+    char: str = "*"
+
+
+class DateShiftSpec(_Strict):
+    subject: str
+    key_file: str | None = None
+    key_env: str | None = None
+    max_days: int = Field(30, ge=1)
+
+    @model_validator(mode="after")
+    def _one_key(self) -> DateShiftSpec:
+        if (self.key_file is None) == (self.key_env is None):
+            raise ValueError("give exactly one of key_file or key_env")
+        return self
+
+
+class TransformSpec(_Strict):
+    """What to do with a column that is not generalized."""
+
+    drop: bool = False
+    pseudonymize: PseudonymizeSpec | None = None
+    mask: MaskSpec | None = None
+    date_shift: DateShiftSpec | None = None
+    top_code: float | None = None
+    bottom_code: float | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TransformSpec:
+        kinds = [
+            k
+            for k in ("drop", "pseudonymize", "mask", "date_shift")
+            if getattr(self, k) not in (None, False)
+        ]
+        coding = self.top_code is not None or self.bottom_code is not None
+        if len(kinds) + coding != 1:
+            raise ValueError(
+                "give exactly one of drop, pseudonymize, mask, date_shift or top_code/bottom_code"
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        for k in ("drop", "pseudonymize", "mask", "date_shift"):
+            if getattr(self, k) not in (None, False):
+                return k
+        return "top/bottom coding"
+
+
+class LDiversitySpec(_Strict):
+    attribute: str
+    l: float = Field(..., ge=1)  # noqa: E741
+    variant: Literal["distinct", "entropy", "recursive"] = "distinct"
+    c: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _c_for_recursive(self) -> LDiversitySpec:
+        if self.variant == "recursive" and self.c is None:
+            raise ValueError("recursive (c,l)-diversity needs c")
+        if self.variant != "entropy" and not float(self.l).is_integer():
+            raise ValueError(f"{self.variant} l-diversity needs a whole number l")
+        return self
+
+
+class TClosenessSpec(_Strict):
+    attribute: str
+    t: float = Field(..., ge=0, le=1)
+    distance: Literal["equal", "ordered", "hierarchical"] = "equal"
+
+
+class KMapSpec(_Strict):
+    k: int = Field(..., ge=1)
+    population: str
+
+
+class PrivacySpec(_Strict):
+    """The privacy models; every one given must hold."""
+
+    k: int | None = Field(None, ge=1)
+    l_diversity: list[LDiversitySpec] = []
+    t_closeness: list[TClosenessSpec] = []
+    k_map: KMapSpec | None = None
+    average_risk: float | None = Field(None, gt=0, le=1)
+    max_risk: float | None = Field(None, gt=0, le=1)
+
+    @field_validator("l_diversity", "t_closeness", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    def models(self) -> list[PrivacyModel]:
+        """The model objects (k-map is added by the anonymizer, which reads the population)."""
+        out: list[PrivacyModel] = []
+        if self.k is not None:
+            out.append(KAnonymity(self.k))
+        for spec in self.l_diversity:
+            if spec.variant == "distinct":
+                out.append(DistinctLDiversity(spec.attribute, int(spec.l)))
+            elif spec.variant == "entropy":
+                out.append(EntropyLDiversity(spec.attribute, spec.l))
+            else:
+                assert spec.c is not None
+                out.append(RecursiveCLDiversity(spec.attribute, spec.c, int(spec.l)))
+        for t_spec in self.t_closeness:
+            out.append(TCloseness(t_spec.attribute, t_spec.t, t_spec.distance))
+        if self.average_risk is not None:
+            out.append(AverageRisk(self.average_risk))
+        if self.max_risk is not None:
+            out.append(MaxRisk(self.max_risk))
+        return out
+
+
+class AnonymizeConfig(_Strict):
+    """Everything an anonymization needs besides the data."""
+
+    quasi_identifiers: dict[str, QuasiIdentifierSpec]
+    sensitive: dict[str, SensitiveSpec] = {}
+    transforms: dict[str, TransformSpec] = {}
+    privacy: PrivacySpec
+    suppression_limit: float = Field(0.0, ge=0, le=1)
+    quality: Literal["precision", "loss", "ncp", "entropy", "discernibility", "aecs"] = "precision"
+    search: Literal["optimal", "local"] = "optimal"
+    suppressed_records: Literal["remove", "mask"] = "remove"
+    other_columns: Literal["keep", "drop"] = "keep"
+    base_dir: str | None = None
+
+    @field_validator("quasi_identifiers", mode="before")
+    @classmethod
+    def _qi_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return {str(name): {} for name in value}
+        if isinstance(value, dict):
+            return {k: ({} if v is None else v) for k, v in value.items()}
+        return value
+
+    @field_validator("sensitive", mode="before")
+    @classmethod
+    def _sensitive_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return {str(name): {} for name in value}
+        if isinstance(value, dict):
+            return {k: ({} if v is None else v) for k, v in value.items()}
+        return value
+
+    @field_validator("transforms", mode="before")
+    @classmethod
+    def _transform_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ({"drop": True} if v == "drop" else v) for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnonymizeConfig:
+        if not self.quasi_identifiers:
+            raise ValueError("name at least one quasi-identifier")
+        roles: dict[str, str] = {}
+        for role, names in (
+            ("quasi-identifier", self.quasi_identifiers),
+            ("sensitive", self.sensitive),
+            ("transform", self.transforms),
+        ):
+            for name in names:
+                if name in roles:
+                    raise ValueError(f"column {name!r} is both {roles[name]} and {role}; pick one")
+                roles[name] = role
+        used = [s.attribute for s in self.privacy.l_diversity] + [
+            s.attribute for s in self.privacy.t_closeness
+        ]
+        for attribute in used:
+            if attribute not in self.sensitive:
+                raise ValueError(
+                    f"{attribute!r} is used by a privacy model but is not listed under sensitive"
+                )
+        if not self.privacy.models() and self.privacy.k_map is None:
+            raise ValueError("give at least one privacy model (e.g. privacy: {k: 5})")
+        return self
+
+    def resolve(self, path: str) -> Path:
+        """A path from the config, relative to the config file's folder."""
+        candidate = Path(path).expanduser()
+        if candidate.is_absolute() or self.base_dir is None:
+            return candidate
+        return Path(self.base_dir) / candidate
+
+    @classmethod
+    def from_dict(
+        cls, data: dict[str, Any], *, base_dir: str | Path | None = None, source: str = "config"
+    ) -> AnonymizeConfig:
+        if not isinstance(data, dict):
+            raise SchemaError(f"{source}: the config must be a mapping of sections")
+        if base_dir is not None and "base_dir" not in data:
+            data = {**data, "base_dir": str(base_dir)}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "config"
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise SchemaError(f"{source}: {where}: {message}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> AnonymizeConfig:
+        """Read a YAML config; relative paths in it are read from the file's folder."""
+        path = Path(path)
+        if not path.is_file():
+            raise SchemaError(f"the config file {str(path)!r} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise SchemaError(f"{str(path)!r} is not valid YAML{where}") from None
+        return cls.from_dict(data or {}, base_dir=path.resolve().parent, source=str(path))

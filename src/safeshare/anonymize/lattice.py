@@ -1,0 +1,103 @@
+"""The generalization lattice: every full-domain transformation, one level per quasi-identifier.
+
+A node is a vector of levels ``(l_1, ..., l_d)`` with ``lo_c <= l_c <= hi_c``.  Node ``M`` is
+below ``N`` (``M <= N``) when every level of ``M`` is at most that of ``N``: ``N`` generalizes
+at least as much.  Nodes are numbered in C order over the grid of levels, so the successors
+of a node (all nodes above it) and its predecessors (all below) are *slices* of an array of
+the lattice's shape: tagging a whole cone costs one numpy assignment.
+
+>>> lattice = Lattice((2, 1), lo=(0, 0))
+>>> lattice.size, lattice.levels(lattice.index((1, 1))).tolist()
+(6, [1, 1])
+>>> grid = np.zeros(lattice.shape, dtype=bool)
+>>> grid[lattice.above((1, 0))] = True
+>>> grid.sum().item()  # (1,0), (1,1), (2,0), (2,1)
+4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class Lattice:
+    """Nodes ``lo <= levels <= hi`` of the product of per-column level ranges."""
+
+    def __init__(self, hi: Sequence[int], lo: Sequence[int] | None = None) -> None:
+        self.hi = tuple(int(h) for h in hi)
+        self.lo = tuple(int(v) for v in lo) if lo is not None else (0,) * len(self.hi)
+        if len(self.lo) != len(self.hi) or any(
+            a > b for a, b in zip(self.lo, self.hi, strict=True)
+        ):
+            raise ValueError("each column's lowest level must not exceed its highest")
+        self.shape = tuple(b - a + 1 for a, b in zip(self.lo, self.hi, strict=True))
+        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        grid = np.indices(self.shape).reshape(len(self.shape), -1).T if self.shape else None
+        base = np.asarray(self.lo, dtype=np.int64)
+        self.all_levels = (
+            grid.astype(np.int64) + base if grid is not None else np.zeros((1, 0), np.int64)
+        )
+        self.all_levels.flags.writeable = False
+        self.heights = self.all_levels.sum(axis=1) - int(base.sum())
+
+    @property
+    def bottom(self) -> tuple[int, ...]:
+        return self.lo
+
+    @property
+    def top(self) -> tuple[int, ...]:
+        return self.hi
+
+    def index(self, levels: Sequence[int]) -> int:
+        offsets = [int(v) - a for v, a in zip(levels, self.lo, strict=True)]
+        return int(np.ravel_multi_index(offsets, self.shape)) if self.shape else 0
+
+    def levels(self, index: int) -> np.ndarray:
+        return self.all_levels[index]
+
+    def cell(self, levels: Sequence[int]) -> tuple[int, ...]:
+        """The position of a node in an array of the lattice's shape."""
+        return tuple(int(v) - a for v, a in zip(levels, self.lo, strict=True))
+
+    def above(self, levels: Sequence[int]) -> tuple[slice, ...]:
+        """The slice of all nodes ``>= levels`` (the node and its successors)."""
+        return tuple(slice(int(v) - a, None) for v, a in zip(levels, self.lo, strict=True))
+
+    def below(self, levels: Sequence[int]) -> tuple[slice, ...]:
+        """The slice of all nodes ``<= levels`` (the node and its predecessors)."""
+        return tuple(slice(0, int(v) - a + 1) for v, a in zip(levels, self.lo, strict=True))
+
+    def successors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
+        """The direct successors: one column one level up."""
+        out = []
+        for c, (v, h) in enumerate(zip(levels, self.hi, strict=True)):
+            if v < h:
+                out.append(tuple(int(x) + (i == c) for i, x in enumerate(levels)))
+        return out
+
+    def successor_table(self) -> np.ndarray:
+        """``table[i, c]``: the node one level up in column ``c`` from node ``i`` (-1 at the top)."""
+        index = np.arange(self.size, dtype=np.int64)
+        strides = [
+            int(np.prod(self.shape[c + 1 :], dtype=np.int64)) for c in range(len(self.shape))
+        ]
+        table = np.full((self.size, len(self.shape)), -1, dtype=np.int64)
+        for c, stride in enumerate(strides):
+            up = self.all_levels[:, c] < self.hi[c]
+            table[up, c] = index[up] + stride
+        return table
+
+    def minimal(self, mask: np.ndarray) -> np.ndarray:
+        """Indices of the minimal nodes of an up-closed boolean ``mask`` (lattice-shaped)."""
+        has_lower = np.zeros(self.shape, dtype=bool)
+        for axis in range(len(self.shape)):
+            shifted = np.zeros(self.shape, dtype=bool)
+            target = [slice(None)] * len(self.shape)
+            source = [slice(None)] * len(self.shape)
+            target[axis] = slice(1, None)
+            source[axis] = slice(0, -1)
+            shifted[tuple(target)] = mask[tuple(source)]
+            has_lower |= shifted
+        return np.flatnonzero((mask & ~has_lower).ravel())

@@ -1,0 +1,400 @@
+"""Privacy models: conditions on the equivalence classes of an anonymized table.
+
+An *equivalence class* is a set of records sharing every quasi-identifier value after
+generalization.  Each model says which classes satisfy it (records of the others are
+suppressed, within the suppression limit) or, for table-wide models, whether the whole
+table does.  Models combine: a class is kept when it satisfies every model.
+
+Monotonicity (generalizing never turns a satisfied node into a violated one) lets the search
+prune the lattice.  Every model here is monotone without suppression (merging classes keeps
+``k``, distinct values, entropy (concavity), the recursive condition, and t (convexity of the
+earth mover's distance)).  With suppression only k-anonymity, k-map, the maximum risk and
+distinct l-diversity stay monotone: a kept class stays kept when merged with any other.
+
+>>> import numpy as np
+>>> classes = Classes(np.array([3, 5]), {"disease": np.array([[1, 2, 0], [2, 2, 1]])})
+>>> KAnonymity(4).class_ok(classes, None).tolist()
+[False, True]
+>>> DistinctLDiversity("disease", 3).class_ok(classes, None).tolist()
+[False, True]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from safeshare.errors import SafeshareError
+
+
+class AnonymizationError(SafeshareError, ValueError):
+    """The anonymization problem cannot be solved as stated."""
+
+
+class NoSolutionError(AnonymizationError):
+    """No transformation satisfies the models within the suppression limit."""
+
+    def __init__(self, message: str, best_k: int | None = None) -> None:
+        super().__init__(message)
+        self.best_k = best_k
+
+
+@dataclass(frozen=True)
+class Classes:
+    """The equivalence classes of one transformation, as aggregates only.
+
+    ``sizes[g]`` is the number of records of class ``g``; ``sensitive[a][g, v]`` how many of
+    them hold value ``v`` of sensitive attribute ``a``; ``population[g]`` (k-map) how many
+    records of the population table fall into the class.
+    """
+
+    sizes: np.ndarray
+    sensitive: Mapping[str, np.ndarray] = field(default_factory=dict)
+    population: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+
+@dataclass(frozen=True)
+class SensitiveInfo:
+    """What t-closeness needs about a sensitive attribute: its overall distribution and order.
+
+    ``order`` lists value codes from lowest to highest (ordered distance); ``parents[l]``
+    maps each label of level ``l`` to its label at level ``l + 1`` with ``parents[0]``
+    acting on value codes (hierarchical distance).
+    """
+
+    name: str
+    values: tuple[str, ...]
+    totals: np.ndarray
+    order: np.ndarray | None = None
+    parents: tuple[np.ndarray, ...] | None = None
+
+
+class PrivacyModel:
+    """Base of the models: a per-class condition (or a table-wide one)."""
+
+    name = "model"
+    per_class = True
+
+    def monotone(self, suppression: bool) -> bool:
+        """Whether a node stays satisfied when generalized further."""
+        return not suppression
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        """Which classes satisfy the model (per-class models)."""
+        return np.ones(len(classes), dtype=bool)
+
+    def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
+        """Whether the kept classes together satisfy the model (table-wide models)."""
+        return True
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        """The model's parameter that the kept classes reach (e.g. the smallest class size)."""
+        return {}
+
+    def describe(self) -> str:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.name, "parameters": self.describe()}
+
+
+@dataclass(frozen=True)
+class KAnonymity(PrivacyModel):
+    """Every class holds at least ``k`` records."""
+
+    k: int
+    name = "k-anonymity"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise AnonymizationError(f"k must be at least 1, got {self.k}")
+
+    def monotone(self, suppression: bool) -> bool:
+        return True
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return classes.sizes >= self.k
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        return {"k": int(classes.sizes[kept].min()) if kept.any() else 0}
+
+    def describe(self) -> str:
+        return f"k={self.k}"
+
+
+@dataclass(frozen=True)
+class MaxRisk(PrivacyModel):
+    """Prosecutor risk ``1/|class|`` of every record at most ``threshold``."""
+
+    threshold: float
+    name = "maximum risk"
+
+    def __post_init__(self) -> None:
+        if not 0 < self.threshold <= 1:
+            raise AnonymizationError(f"a risk threshold lies in (0, 1], got {self.threshold}")
+
+    @property
+    def k(self) -> int:
+        return math.ceil(1 / self.threshold - 1e-9)
+
+    def monotone(self, suppression: bool) -> bool:
+        return True
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return classes.sizes >= self.k
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        smallest = int(classes.sizes[kept].min()) if kept.any() else 0
+        return {"max_risk": 1 / smallest if smallest else 0.0}
+
+    def describe(self) -> str:
+        return f"max risk <= {self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class AverageRisk(PrivacyModel):
+    """Mean prosecutor risk over kept records (classes / records) at most ``threshold``."""
+
+    threshold: float
+    name = "average risk"
+    per_class = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.threshold <= 1:
+            raise AnonymizationError(f"a risk threshold lies in (0, 1], got {self.threshold}")
+
+    def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
+        records = int(classes.sizes[kept].sum())
+        return records == 0 or int(kept.sum()) / records <= self.threshold + 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        records = int(classes.sizes[kept].sum())
+        return {"average_risk": int(kept.sum()) / records if records else 0.0}
+
+    def describe(self) -> str:
+        return f"average risk <= {self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class KMap(PrivacyModel):
+    """Every class matches at least ``k`` records of a population table (k-map)."""
+
+    k: int
+    name = "k-map"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise AnonymizationError(f"k-map's k must be at least 1, got {self.k}")
+
+    def monotone(self, suppression: bool) -> bool:
+        return True
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        if classes.population is None:
+            raise AnonymizationError("k-map needs a population table")
+        return classes.population >= self.k
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        population = classes.population if classes.population is not None else classes.sizes
+        return {"k_map": int(population[kept].min()) if kept.any() else 0}
+
+    def describe(self) -> str:
+        return f"k-map k={self.k}"
+
+
+def _counts(classes: Classes, attribute: str) -> np.ndarray:
+    try:
+        return classes.sensitive[attribute]
+    except KeyError:
+        raise AnonymizationError(
+            f"sensitive attribute {attribute!r} is not among the table's sensitive columns"
+        ) from None
+
+
+@dataclass(frozen=True)
+class DistinctLDiversity(PrivacyModel):
+    """Every class holds at least ``l`` distinct values of the sensitive attribute."""
+
+    attribute: str
+    l: int  # noqa: E741
+    name = "distinct l-diversity"
+
+    def __post_init__(self) -> None:
+        if self.l < 1:
+            raise AnonymizationError(f"l must be at least 1, got {self.l}")
+
+    def monotone(self, suppression: bool) -> bool:
+        return True
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return (_counts(classes, self.attribute) > 0).sum(axis=1) >= self.l
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        distinct = (_counts(classes, self.attribute)[kept] > 0).sum(axis=1)
+        return {"l": int(distinct.min()) if kept.any() else 0}
+
+    def describe(self) -> str:
+        return f"{self.attribute}: distinct l={self.l}"
+
+
+def _entropy(counts: np.ndarray) -> np.ndarray:
+    totals = counts.sum(axis=1, keepdims=True).astype(np.float64)
+    p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(p), 0.0)
+    return terms.sum(axis=1)
+
+
+@dataclass(frozen=True)
+class EntropyLDiversity(PrivacyModel):
+    """The entropy of the sensitive values of every class is at least ``log(l)``."""
+
+    attribute: str
+    l: float  # noqa: E741
+    name = "entropy l-diversity"
+
+    def __post_init__(self) -> None:
+        if self.l < 1:
+            raise AnonymizationError(f"l must be at least 1, got {self.l}")
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return _entropy(_counts(classes, self.attribute)) >= math.log(self.l) - 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        entropy = _entropy(_counts(classes, self.attribute)[kept])
+        return {"l": float(np.exp(entropy.min())) if kept.any() else 0.0}
+
+    def describe(self) -> str:
+        return f"{self.attribute}: entropy l={self.l:g}"
+
+
+@dataclass(frozen=True)
+class RecursiveCLDiversity(PrivacyModel):
+    """In every class the most frequent value occurs fewer than ``c`` times the sum of the
+    ``l``-th most frequent and rarer ones: ``r_1 < c (r_l + ... + r_m)``."""
+
+    attribute: str
+    c: float
+    l: int  # noqa: E741
+    name = "recursive (c,l)-diversity"
+
+    def __post_init__(self) -> None:
+        if self.l < 1 or self.c <= 0:
+            raise AnonymizationError("recursive (c,l)-diversity needs c > 0 and l >= 1")
+
+    def _ratio(self, counts: np.ndarray) -> np.ndarray:
+        ranked = -np.sort(-counts, axis=1)
+        if ranked.shape[1] < self.l:
+            return np.full(len(counts), np.inf)
+        tail = ranked[:, self.l - 1 :].sum(axis=1).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            return np.where(tail > 0, ranked[:, 0] / np.maximum(tail, 1e-300), np.inf)
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return self._ratio(_counts(classes, self.attribute)) < self.c
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        ratio = self._ratio(_counts(classes, self.attribute)[kept])
+        return {"l": self.l, "c_needed": float(ratio.max()) if kept.any() else 0.0}
+
+    def describe(self) -> str:
+        return f"{self.attribute}: recursive (c={self.c:g}, l={self.l})"
+
+
+DISTANCES = ("equal", "ordered", "hierarchical")
+
+
+def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
+    """Earth mover's distance of each class's sensitive distribution from the table's.
+
+    ``equal``: every two values at distance 1 (half the L1 distance); ``ordered``: values
+    ``i, j`` at distance ``|rank_i - rank_j| / (m - 1)``; ``hierarchical``: at the height of
+    their lowest common ancestor over the hierarchy's height (Li et al., ICDE 2007).
+    """
+    totals = counts.sum(axis=1, keepdims=True).astype(np.float64)
+    p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    q = info.totals / max(float(info.totals.sum()), 1.0)
+    diff = p - q[None, :]
+    m = diff.shape[1]
+    if distance == "equal" or m < 2:
+        return 0.5 * np.abs(diff).sum(axis=1)
+    if distance == "ordered":
+        order = info.order if info.order is not None else np.arange(m)
+        cumulative = np.cumsum(diff[:, order], axis=1)
+        return np.abs(cumulative).sum(axis=1) / (m - 1)
+    if distance == "hierarchical":
+        if info.parents is None:
+            raise AnonymizationError(
+                f"hierarchical t-closeness on {info.name!r} needs a hierarchy for it"
+            )
+        height = len(info.parents)
+        extra = diff
+        cost = np.zeros(len(diff))
+        for level, parent in enumerate(info.parents, start=1):
+            groups = int(parent.max()) + 1 if len(parent) else 1
+            up = np.zeros((extra.shape[1], groups))
+            up[np.arange(extra.shape[1]), parent] = 1.0
+            positive = np.maximum(extra, 0.0) @ up
+            negative = np.maximum(-extra, 0.0) @ up
+            cost += level / height * np.minimum(positive, negative).sum(axis=1)
+            extra = extra @ up
+        return cost
+    raise AnonymizationError(f"unknown t-closeness distance {distance!r}; use one of {DISTANCES}")
+
+
+@dataclass(frozen=True)
+class TCloseness(PrivacyModel):
+    """Every class's sensitive distribution is within ``t`` of the whole table's (EMD)."""
+
+    attribute: str
+    t: float
+    distance: str = "equal"
+    name = "t-closeness"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.t <= 1:
+            raise AnonymizationError(f"t lies in [0, 1], got {self.t}")
+        if self.distance not in DISTANCES:
+            raise AnonymizationError(
+                f"unknown t-closeness distance {self.distance!r}; use one of {list(DISTANCES)}"
+            )
+
+    def _distance(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        if info is None:
+            raise AnonymizationError(f"t-closeness on {self.attribute!r} needs its distribution")
+        return emd(_counts(classes, self.attribute), info, self.distance)
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return self._distance(classes, info) <= self.t + 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        distance = self._distance(classes, info)[kept]
+        return {"t": float(distance.max()) if kept.any() else 0.0}
+
+    def describe(self) -> str:
+        return f"{self.attribute}: t={self.t:g} ({self.distance} distance)"

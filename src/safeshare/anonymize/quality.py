@@ -1,0 +1,194 @@
+"""Quality models: how much information a transformation loses (lower is better).
+
+Per quasi-identifier, with ``n`` records, ``s`` of them suppressed (a suppressed record counts
+as fully generalized) and each kept record ``r`` at a label ``g_r``:
+
+* ``precision`` (ARX's Precision, Sweeney): ``((n - s) * level / height + s) / n``;
+* ``loss`` (ARX's Loss, Iyengar's generalization loss): the mean of
+  ``(leaves(g_r) - 1) / (leaves(*) - 1)``, leaves counted in the hierarchy;
+* ``ncp`` (normalized certainty penalty, Xu et al.): as ``loss`` but numeric labels cost
+  their interval's width over the column's range;
+* ``entropy`` (non-uniform entropy, Gionis & Tassa): ``sum_r -log2(f(a_r) / f(g_r))`` with
+  ``f`` the frequency in the input, normalized by its value when all is suppressed.
+
+Overall, each is the mean over the quasi-identifiers.  Two more are table-wide:
+``discernibility`` (``sum |E|^2`` over kept classes ``+ s * n``, reported over ``n^2``) and
+``aecs`` (average equivalence class size of the kept records).
+
+The four per-attribute models are *separable*: without suppression a node's value is a sum
+of one term per column and level, and suppression only adds to it.  The search uses that
+sum as an exact lower bound.
+
+>>> from safeshare.anonymize.hierarchy import Hierarchy
+>>> h = Hierarchy.from_rows("a", [["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+>>> ctx = QualityContext([h], [np.array([2, 1, 1])])
+>>> round(float(ctx.bounds("loss")[0][1]), 4)  # three of four records in a 2-leaf label
+0.375
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from safeshare.anonymize.hierarchy import Hierarchy
+from safeshare.anonymize.models import AnonymizationError
+
+SEPARABLE = ("precision", "loss", "ncp", "entropy")
+QUALITY_MODELS = (*SEPARABLE, "discernibility", "aecs")
+
+
+@dataclass(frozen=True)
+class QualityScores:
+    """Overall and per-attribute scores of every quality model (lower loses less)."""
+
+    overall: dict[str, float]
+    per_attribute: dict[str, dict[str, float]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"overall": self.overall, "per_attribute": self.per_attribute}
+
+
+class QualityContext:
+    """Per column and level, what each separable model charges a record at each label."""
+
+    def __init__(self, hierarchies: Sequence[Hierarchy], counts: Sequence[np.ndarray]) -> None:
+        self.hierarchies = list(hierarchies)
+        self.names = [h.column for h in hierarchies]
+        self.n = int(counts[0].sum()) if counts else 0
+        self.label_counts: list[list[np.ndarray]] = []
+        self.loss: list[list[np.ndarray]] = []
+        self.ncp: list[list[np.ndarray]] = []
+        self.entropy_const: list[float] = []
+        self.entropy_max: list[float] = []
+        for h, given in zip(hierarchies, counts, strict=True):
+            count = np.asarray(given, dtype=np.float64)
+            leaves_all = max(len(h.values) - 1, 1)
+            per_level_counts, loss, ncp = [], [], []
+            for level in range(h.height + 1):
+                labels = len(h.labels[level])
+                per_level_counts.append(np.bincount(h.maps[level], weights=count, minlength=labels))
+                loss.append((h.leaves(level) - 1) / leaves_all)
+                box = h.interval(level)
+                if box is not None and box[:, 1].max() > box[:, 0].min():
+                    span = box[:, 1].max() - box[:, 0].min()
+                    ncp.append((box[:, 1] - box[:, 0]) / span)
+                else:
+                    ncp.append(loss[-1])
+            self.label_counts.append(per_level_counts)
+            self.loss.append(loss)
+            self.ncp.append(ncp)
+            present = count > 0
+            const = -float((count[present] * np.log2(count[present])).sum())
+            self.entropy_const.append(const)
+            self.entropy_max.append(const + self.n * np.log2(max(self.n, 1)))
+
+    def bounds(self, metric: str) -> list[np.ndarray] | None:
+        """Per column, the normalized value of each level for all records kept (a lower bound)."""
+        if metric not in SEPARABLE:
+            return None
+        out = []
+        n = max(self.n, 1)
+        for c, h in enumerate(self.hierarchies):
+            values = np.empty(h.height + 1)
+            for level in range(h.height + 1):
+                counts = self.label_counts[c][level]
+                if metric == "precision":
+                    values[level] = level / h.height if h.height else 0.0
+                elif metric in ("loss", "ncp"):
+                    table = self.loss if metric == "loss" else self.ncp
+                    values[level] = float(counts @ table[c][level]) / n
+                else:
+                    present = counts > 0
+                    raw = self.entropy_const[c] + float(
+                        (counts[present] * np.log2(counts[present])).sum()
+                    )
+                    top = self.entropy_max[c]
+                    values[level] = raw / top if top > 0 else 0.0
+            out.append(values)
+        return out
+
+    def column_score(
+        self,
+        metric: str,
+        c: int,
+        levels: np.ndarray,
+        labels: np.ndarray,
+        sizes: np.ndarray,
+        suppressed: int,
+    ) -> float:
+        """One column's normalized score for kept classes at ``levels``/``labels`` of ``sizes``."""
+        h = self.hierarchies[c]
+        n = max(self.n, 1)
+        sizes = sizes.astype(np.float64)
+        if metric == "precision":
+            height = max(h.height, 1)
+            return float((sizes @ (levels / height)) + suppressed) / n
+        if metric in ("loss", "ncp"):
+            table = self.loss if metric == "loss" else self.ncp
+            charge = np.empty(len(sizes))
+            for level in np.unique(levels):
+                at = levels == level
+                charge[at] = table[c][int(level)][labels[at]]
+            return float(sizes @ charge + suppressed) / n
+        if metric == "entropy":
+            logs = np.empty(len(sizes))
+            for level in np.unique(levels):
+                at = levels == level
+                logs[at] = np.log2(np.maximum(self.label_counts[c][int(level)][labels[at]], 1.0))
+            raw = self.entropy_const[c] + float(sizes @ logs) + suppressed * np.log2(n)
+            top = self.entropy_max[c]
+            return raw / top if top > 0 else 0.0
+        raise AnonymizationError(f"unknown quality model {metric!r}; use one of {QUALITY_MODELS}")
+
+    def scores(
+        self,
+        levels: Sequence[np.ndarray],
+        labels: Sequence[np.ndarray],
+        sizes: np.ndarray,
+        suppressed: int,
+    ) -> QualityScores:
+        """Every model, overall and per attribute, for kept classes and ``suppressed`` records."""
+        per_attribute: dict[str, dict[str, float]] = {}
+        overall: dict[str, float] = {}
+        for metric in SEPARABLE:
+            values = [
+                self.column_score(metric, c, levels[c], labels[c], sizes, suppressed)
+                for c in range(len(self.hierarchies))
+            ]
+            overall[metric] = float(np.mean(values)) if values else 0.0
+            for name, value in zip(self.names, values, strict=True):
+                per_attribute.setdefault(name, {})[metric] = value
+        overall["discernibility"] = table_score("discernibility", sizes, suppressed, self.n)
+        overall["aecs"] = table_score("aecs", sizes, suppressed, self.n)
+        return QualityScores(overall, per_attribute)
+
+    def score(
+        self,
+        metric: str,
+        levels: Sequence[np.ndarray],
+        labels: Sequence[np.ndarray],
+        sizes: np.ndarray,
+        suppressed: int,
+    ) -> float:
+        """The overall value of one model (what the search minimizes)."""
+        if metric in SEPARABLE:
+            values = [
+                self.column_score(metric, c, levels[c], labels[c], sizes, suppressed)
+                for c in range(len(self.hierarchies))
+            ]
+            return float(np.mean(values)) if values else 0.0
+        return table_score(metric, sizes, suppressed, self.n)
+
+
+def table_score(metric: str, sizes: np.ndarray, suppressed: int, n: int) -> float:
+    """Discernibility (over ``n^2``) or the average class size of the kept records."""
+    if metric == "discernibility":
+        squares = float((sizes.astype(np.float64) ** 2).sum())
+        return (squares + suppressed * n) / max(n, 1) ** 2
+    if metric == "aecs":
+        return float(sizes.sum()) / max(len(sizes), 1)
+    raise AnonymizationError(f"unknown quality model {metric!r}; use one of {QUALITY_MODELS}")

@@ -1,0 +1,158 @@
+"""Identifier transforms: what happens to columns that are not generalized.
+
+* ``drop``: the column leaves the release.
+* ``pseudonymize``: HMAC-SHA256 under a secret key, read from a file or an environment
+  variable.  A bare hash is never offered: anyone can hash every possible value of a small
+  domain (phone numbers, IDs) and reverse it; without the key an HMAC cannot be recomputed.
+  The same value gives the same pseudonym under one key, so joins within a release survive.
+* ``mask``: keep the first (or last) characters and star the rest.
+* ``date_shift``: move every date of one subject by the same number of days, drawn from the
+  subject's HMAC in ``[-max_days, max_days]``: intervals within a subject stay exact.
+* ``top_code`` / ``bottom_code``: numbers above (below) a threshold become the threshold.
+
+>>> key = SecretKey(b"0123456789abcdef0123456789abcdef")
+>>> import pandas as pd
+>>> out = pseudonymize(pd.Series(["alice", "bob", "alice", None]), key)
+>>> out[0] == out[2], out[0] != out[1], out[3] is None
+(True, True, True)
+>>> mask(pd.Series(["0612345678"]), keep=2).tolist()
+['06********']
+>>> code_extremes(pd.Series(["12", "95", "40"]), top=90, bottom=18).tolist()
+['18', '90', '40']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from safeshare.errors import InputError, SchemaError
+
+MIN_KEY_BYTES = 16
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    """A secret HMAC key (never printed)."""
+
+    value: bytes
+
+    def __post_init__(self) -> None:
+        if len(self.value) < MIN_KEY_BYTES:
+            raise SchemaError(
+                f"the pseudonymization key has {len(self.value)} bytes; give at least "
+                f'{MIN_KEY_BYTES} random bytes (e.g. `python -c "import secrets; '
+                'print(secrets.token_hex(32))"`)'
+            )
+
+    def __repr__(self) -> str:
+        return "SecretKey(<hidden>)"
+
+    @classmethod
+    def load(cls, *, key_file: str | Path | None = None, key_env: str | None = None) -> SecretKey:
+        """The key from a file (its bytes, one trailing newline removed) or an env variable."""
+        if key_file is not None:
+            path = Path(key_file)
+            if not path.is_file():
+                raise SchemaError(f"the key file {str(path)!r} does not exist")
+            data = path.read_bytes()
+            return cls(data[:-1] if data.endswith(b"\n") else data)
+        if key_env is not None:
+            text = os.environ.get(key_env)
+            if not text:
+                raise SchemaError(
+                    f"the environment variable {key_env!r} that should hold the "
+                    "pseudonymization key is not set"
+                )
+            return cls(text.encode())
+        raise SchemaError("pseudonymization needs a secret key: give key_file or key_env")
+
+    def digest(self, message: str) -> bytes:
+        return hmac.new(self.value, message.encode("utf-8"), hashlib.sha256).digest()
+
+
+def pseudonymize(
+    values: pd.Series, key: SecretKey, *, length: int = 16, prefix: str = ""
+) -> pd.Series:
+    """HMAC-SHA256 of each value under ``key``, as ``length`` hex characters (missing stays)."""
+    if not 8 <= length <= 64:
+        raise SchemaError(f"a pseudonym has 8 to 64 hex characters, not {length}")
+    cache: dict[str, str] = {}
+
+    def one(value: object) -> object:
+        if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+            return None
+        text = str(value)
+        if text not in cache:
+            cache[text] = prefix + key.digest(text).hex()[:length]
+        return cache[text]
+
+    return pd.Series([one(v) for v in values], index=values.index, dtype=object)
+
+
+def mask(values: pd.Series, *, keep: int = 0, keep_end: int = 0, char: str = "*") -> pd.Series:
+    """Keep ``keep`` leading and ``keep_end`` trailing characters; replace the rest by ``char``."""
+
+    def one(value: object) -> object:
+        if pd.isna(value):  # type: ignore[call-overload]
+            return None
+        text = str(value)
+        tail = min(keep_end, max(len(text) - keep, 0))
+        middle = max(len(text) - keep - tail, 0)
+        return text[:keep] + char * middle + (text[len(text) - tail :] if tail else "")
+
+    return pd.Series([one(v) for v in values], index=values.index, dtype=object)
+
+
+def date_shift(
+    values: pd.Series, subjects: pd.Series, key: SecretKey, *, max_days: int = 30
+) -> pd.Series:
+    """Every date of a subject moved by the same keyed offset in ``[-max_days, max_days]``."""
+    if max_days < 1:
+        raise SchemaError(f"max_days must be at least 1, got {max_days}")
+    dates = pd.to_datetime(values, errors="coerce")
+    bad = dates.isna() & values.notna()
+    if bad.any():
+        raise InputError(
+            f"column {values.name!r}: {int(bad.sum())} value(s) are not dates; "
+            "date shifting needs dates such as 2024-03-31"
+        )
+    span = 2 * max_days + 1
+
+    def offset(subject: object) -> int:
+        number = int.from_bytes(key.digest(f"date-shift\x1f{subject}")[:8], "big")
+        return number % span - max_days
+
+    offsets = subjects.map(offset).astype("int64")
+    shifted = dates + pd.to_timedelta(offsets, unit="D")
+    out = shifted.dt.strftime("%Y-%m-%d")
+    return out.where(dates.notna(), None).astype(object)
+
+
+def code_extremes(
+    values: pd.Series, *, top: float | None = None, bottom: float | None = None
+) -> pd.Series:
+    """Top and bottom coding: numbers beyond a threshold become the threshold."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = numbers.isna() & values.notna()
+    if bad.any():
+        raise InputError(
+            f"column {values.name!r}: {int(bad.sum())} value(s) are not numbers; "
+            "top/bottom coding needs numbers"
+        )
+    out = values.astype(object).copy()
+    if top is not None:
+        out[numbers > top] = _number_text(top)
+    if bottom is not None:
+        out[numbers < bottom] = _number_text(bottom)
+    return out
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

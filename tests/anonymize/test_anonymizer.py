@@ -1,0 +1,272 @@
+"""The Anonymizer end to end: outputs checked by an independent brute-force checker, bad input."""
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from safeshare.anonymize.anonymizer import Anonymizer
+from safeshare.anonymize.config import AnonymizeConfig
+from safeshare.anonymize.hierarchy import HierarchyError
+from safeshare.anonymize.models import AnonymizationError, NoSolutionError
+from safeshare.anonymize.transforms import SecretKey, pseudonymize
+from safeshare.data import Column, Domain, Kind, Table
+from safeshare.errors import SchemaError
+from tests.conftest import SHARED, needs_shared
+
+KEY = "k" * 32
+
+
+@pytest.fixture(scope="module")
+def adult():
+    if SHARED is None:
+        pytest.skip("needs ../shared/datasets")
+    folder = SHARED / "adult-arx"
+    frame = pd.read_csv(folder / "adult.csv", sep=";", dtype=str)
+    qis = [c for c in frame.columns if c != "salary-class"]
+    hierarchies = {c: {"hierarchy": str(folder / f"adult_hierarchy_{c}.csv")} for c in qis}
+    return frame, qis, hierarchies
+
+
+def brute_force(frame: pd.DataFrame, qis: list[str], sensitive: str, overall: pd.Series):
+    """k, distinct l and t (equal distance) of a released frame, by pandas alone."""
+    groups = frame.groupby(qis, dropna=False)[sensitive]
+    sizes = groups.size()
+    distinct = groups.nunique()
+    shares = (
+        frame.groupby(qis, dropna=False)[sensitive]
+        .value_counts(normalize=True)
+        .unstack(fill_value=0)
+    )
+    shares = shares.reindex(columns=overall.index, fill_value=0)
+    t = (0.5 * (shares - overall).abs().sum(axis=1)).max()
+    return int(sizes.min()), int(distinct.min()), float(t)
+
+
+@needs_shared
+@pytest.mark.parametrize("limit", [0.0, 0.01])
+def test_adult_k_l_t_cross_checked(adult, limit):
+    frame, qis, hierarchies = adult
+    config = {
+        "quasi_identifiers": hierarchies,
+        "sensitive": ["salary-class"],
+        "privacy": {
+            "k": 5,
+            "l_diversity": {"attribute": "salary-class", "l": 2},
+            "t_closeness": {"attribute": "salary-class", "t": 0.25},
+        },
+        "suppression_limit": limit,
+    }
+    result = Anonymizer(config).fit(frame)
+    assert result.satisfied
+    assert result.suppressed <= int(limit * len(frame))
+    assert result.rows_out == len(frame) - result.suppressed
+    overall = frame["salary-class"].value_counts(normalize=True)
+    k, diversity, t = brute_force(result.frame, qis, "salary-class", overall)
+    achieved = {m.name: m.achieved for m in result.models}
+    assert k >= 5 and diversity >= 2 and t <= 0.25 + 1e-12
+    assert achieved["k-anonymity"]["k"] == k
+    assert achieved["distinct l-diversity"]["l"] == diversity
+    assert achieved["t-closeness"]["t"] == pytest.approx(t)
+    assert result.classes.smallest == k
+
+
+@needs_shared
+def test_adult_against_pycanon(adult):
+    pycanon = pytest.importorskip("pycanon")
+    frame, qis, hierarchies = adult
+    config = {
+        "quasi_identifiers": hierarchies,
+        "sensitive": ["salary-class"],
+        "privacy": {"k": 5, "l_diversity": {"attribute": "salary-class", "l": 2}},
+        "suppression_limit": 0.01,
+    }
+    result = Anonymizer(config).fit(frame)
+    achieved = {m.name: m.achieved for m in result.models}
+    assert pycanon.anonymity.k_anonymity(result.frame, qis) == achieved["k-anonymity"]["k"]
+    assert (
+        pycanon.anonymity.l_diversity(result.frame, qis, ["salary-class"])
+        == achieved["distinct l-diversity"]["l"]
+    )
+
+
+@needs_shared
+def test_adult_local_recoding_is_k_anonymous_and_finer(adult):
+    frame, qis, hierarchies = adult
+    config = {"quasi_identifiers": hierarchies, "privacy": {"k": 5}, "search": "local"}
+    result = Anonymizer(config).fit(frame)
+    sizes = result.frame.groupby(qis).size()
+    assert sizes.min() >= 5 and result.suppressed == 0
+    assert result.quality.overall["precision"] < 0.6875  # beats the full-domain optimum
+
+
+def test_table_input_and_k_map():
+    domain = Domain((Column("zip", Kind.CATEGORICAL, categories=("13053", "13068", "14850")),))
+    table = Table({"zip": np.array([0, 0, 1, 1, 2, 2])}, domain)
+    config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}}, "privacy": {"k": 2}}
+    result = Anonymizer(config).fit(table)
+    assert result.transformation == {"zip": 0}
+    population = pd.DataFrame({"zip": ["13053"] * 3 + ["13068"] * 3 + ["14850"]})
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+        "privacy": {"k_map": {"k": 3, "population": "unused.csv"}},
+    }
+    result = Anonymizer(config, population=population).fit(table)
+    assert result.transformation == {"zip": 4}  # 14850 is alone in the population below 1****
+    assert result.models[0].achieved["k_map"] >= 3
+
+
+def test_identifier_transforms(monkeypatch, tmp_path):
+    monkeypatch.setenv("TEST_KEY", KEY)
+    frame = pd.DataFrame(
+        {
+            "age": ["30", "31", "32", "33"],
+            "name": ["a", "b", "c", "d"],
+            "email": ["x@y", "x@y", "z@y", None],
+            "phone": ["0612345678"] * 4,
+            "visit": ["2024-01-01", "2024-01-05", "2024-02-01", "2024-03-01"],
+            "patient": ["p1", "p1", "p2", "p3"],
+            "income": ["10", "500", "90", "20"],
+        }
+    )
+    config = {
+        "quasi_identifiers": {"age": {"hierarchy": {"intervals": [10]}}},
+        "privacy": {"k": 2},
+        "transforms": {
+            "name": "drop",
+            "email": {"pseudonymize": {"key_env": "TEST_KEY"}},
+            "phone": {"mask": {"keep": 2}},
+            "visit": {"date_shift": {"subject": "patient", "key_env": "TEST_KEY", "max_days": 10}},
+            "income": {"top_code": 100},
+        },
+    }
+    out = Anonymizer(config).fit(frame).frame
+    assert "name" not in out.columns
+    assert out["email"][0] == out["email"][1] != out["email"][2] and out["email"][3] is None
+    assert out["phone"][0] == "06********"
+    shifted = pd.to_datetime(out["visit"])
+    assert (shifted[1] - shifted[0]).days == 4  # one subject, one offset
+    assert abs((shifted[0] - pd.Timestamp("2024-01-01")).days) <= 10
+    assert out["income"].tolist() == ["10", "100", "90", "20"]
+
+
+def test_pseudonyms_keyed_stable_and_not_reversible_by_hashing():
+    domain = [f"{i:04d}" for i in range(10_000)]  # a small identifier domain (PINs)
+    values = pd.Series(["0042", "1234", "0042"])
+    one = pseudonymize(values, SecretKey(b"a" * 32))
+    assert one[0] == one[2] != one[1]
+    assert pseudonymize(values, SecretKey(b"a" * 32)).tolist() == one.tolist()
+    assert set(pseudonymize(values, SecretKey(b"b" * 32))).isdisjoint(one)
+    # a dictionary attack hashes the whole domain: no pseudonym appears among the hashes
+    for algorithm in ("sha256", "sha1", "md5"):
+        hashes = {hashlib.new(algorithm, v.encode()).hexdigest()[:16] for v in domain}
+        assert hashes.isdisjoint(one)
+    with pytest.raises(SchemaError, match="at least 16"):
+        SecretKey(b"short")
+    assert "a" * 32 not in repr(SecretKey(b"a" * 32))
+
+
+def test_pseudonymize_needs_a_key():
+    with pytest.raises(SchemaError, match="exactly one of key_file or key_env"):
+        AnonymizeConfig.from_dict(
+            {
+                "quasi_identifiers": {"a": {"hierarchy": "auto"}},
+                "privacy": {"k": 2},
+                "transforms": {"email": {"pseudonymize": {}}},
+            }
+        )
+    frame = pd.DataFrame({"a": ["1", "1"], "email": ["x", "y"]})
+    config = {
+        "quasi_identifiers": {"a": {"hierarchy": "auto"}},
+        "privacy": {"k": 2},
+        "transforms": {"email": {"pseudonymize": {"key_env": "SAFESHARE_NO_SUCH_KEY"}}},
+    }
+    with pytest.raises(SchemaError, match=r"'SAFESHARE_NO_SUCH_KEY'.*is not set"):
+        Anonymizer(config).fit(frame)
+
+
+SMALL = pd.DataFrame(
+    {
+        "zip": ["13053", "13068", "13068", "13053", "14850", "14853"],
+        "age": ["21", "25", "31", "33", "45", "48"],
+        "disease": ["flu", "flu", "flu", "flu", "cold", "flu"],
+    }
+)
+
+
+def test_quasi_identifier_without_hierarchy():
+    config = {"quasi_identifiers": ["zip"], "privacy": {"k": 2}}
+    with pytest.raises(HierarchyError, match=r"'zip' has no hierarchy.*hierarchy: auto"):
+        Anonymizer(config).fit(SMALL)
+    config = {"quasi_identifiers": {"zip": {"hierarchy": "auto"}}, "privacy": {"k": 2}}
+    assert Anonymizer(config).fit(SMALL).satisfied
+
+
+def test_hierarchy_missing_a_value_names_it_and_nothing_else():
+    rows = [["13053", "*"], ["13068", "*"], ["14850", "*"]]
+    config = {"quasi_identifiers": {"zip": {"hierarchy": rows}}, "privacy": {"k": 2}}
+    with pytest.raises(HierarchyError) as err:
+        Anonymizer(config).fit(SMALL)
+    message = str(err.value)
+    assert "'14853'" in message and "'zip'" in message
+    assert "13053" not in message and "flu" not in message and "21" not in message
+
+
+def test_k_larger_than_the_table():
+    config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}}, "privacy": {"k": 7}}
+    with pytest.raises(AnonymizationError, match="k=7 is larger than the table"):
+        Anonymizer(config).fit(SMALL)
+
+
+def test_l_diversity_with_too_few_values():
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+        "sensitive": ["disease"],
+        "privacy": {"k": 2, "l_diversity": {"attribute": "disease", "l": 3}},
+    }
+    with pytest.raises(AnonymizationError, match="has only 2"):
+        Anonymizer(config).fit(SMALL)
+
+
+def test_no_solution_within_the_limit_reports_the_best_k():
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask", "max_level": 2}},
+        "privacy": {"k": 3},
+        "suppression_limit": 0.2,
+    }
+    with pytest.raises(NoSolutionError, match="best achievable k within that limit is 2") as err:
+        Anonymizer(config).fit(SMALL)
+    assert err.value.best_k == 2
+
+
+def test_config_errors_are_one_line():
+    with pytest.raises(SchemaError, match="'disease' is used by a privacy model"):
+        AnonymizeConfig.from_dict(
+            {
+                "quasi_identifiers": {"zip": {}},
+                "privacy": {"l_diversity": {"attribute": "disease", "l": 2}},
+            }
+        )
+    with pytest.raises(SchemaError, match="at least one privacy model"):
+        AnonymizeConfig.from_dict({"quasi_identifiers": {"zip": {}}, "privacy": {}})
+    with pytest.raises(SchemaError, match="both quasi-identifier and sensitive"):
+        AnonymizeConfig.from_dict(
+            {"quasi_identifiers": ["a"], "sensitive": ["a"], "privacy": {"k": 2}}
+        )
+    with pytest.raises(ValueError, match="do not have"):
+        Anonymizer({"quasi_identifiers": {"nope": {"hierarchy": "auto"}}, "privacy": {"k": 2}}).fit(
+            SMALL
+        )
+
+
+def test_suppressed_records_masked_or_removed():
+    base = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask", "max_level": 0}},
+        "privacy": {"k": 2},
+        "suppression_limit": 0.5,
+    }
+    removed = Anonymizer(base).fit(SMALL)
+    assert removed.suppressed == 2 and removed.rows_out == 4
+    masked = Anonymizer({**base, "suppressed_records": "mask"}).fit(SMALL)
+    assert masked.rows_out == 6 and (masked.frame["zip"] == "*").sum() == 2

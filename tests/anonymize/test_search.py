@@ -1,0 +1,150 @@
+"""The lattice search returns exactly the optimum: against exhaustive enumeration, and on Adult."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from safeshare.anonymize.hierarchy import Hierarchy
+from safeshare.anonymize.lattice import Lattice
+from safeshare.anonymize.models import (
+    AverageRisk,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    NoSolutionError,
+    RecursiveCLDiversity,
+    SensitiveInfo,
+    TCloseness,
+)
+from safeshare.anonymize.quality import QUALITY_MODELS
+from safeshare.anonymize.search import Problem, exhaustive_search, group_rows, optimal_search
+from tests.conftest import SHARED, needs_shared
+
+
+@st.composite
+def hierarchies(draw, name):
+    size = draw(st.integers(2, 6))
+    height = draw(st.integers(1, 3))
+    rows = [[f"v{i}"] for i in range(size)]
+    current = list(range(size))  # each value's label id at the current level
+    for level in range(1, height):
+        labels = sorted(set(current))
+        parent = {label: draw(st.integers(0, max(len(labels) - 2, 0))) for label in labels}
+        current = [parent[c] for c in current]
+        for row, c in zip(rows, current, strict=True):
+            row.append(f"L{level}-{c}")
+    for row in rows:
+        row.append("*")
+    return Hierarchy.from_rows(name, rows)
+
+
+@st.composite
+def problems(draw):
+    d = draw(st.integers(1, 3))
+    hs = [draw(hierarchies(f"q{c}")) for c in range(d)]
+    n = draw(st.integers(3, 40))
+    codes = [
+        np.array(draw(st.lists(st.integers(0, len(h.values) - 1), min_size=n, max_size=n)))
+        for h in hs
+    ]
+    sensitive = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
+    totals = np.bincount(sensitive, minlength=3)
+    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), None)
+    models = [KAnonymity(draw(st.integers(1, 6)))]
+    extra = draw(
+        st.sampled_from(
+            ["none", "distinct", "entropy", "recursive", "t-equal", "t-ordered", "risk"]
+        )
+    )
+    if extra == "distinct":
+        models.append(DistinctLDiversity("s", draw(st.integers(1, 2))))
+    elif extra == "entropy":
+        models.append(EntropyLDiversity("s", draw(st.sampled_from([1.2, 1.5, 2.0]))))
+    elif extra == "recursive":
+        models.append(RecursiveCLDiversity("s", draw(st.sampled_from([1.5, 3.0])), 2))
+    elif extra.startswith("t-"):
+        models.append(TCloseness("s", draw(st.sampled_from([0.2, 0.4, 0.6])), extra[2:]))
+    elif extra == "risk":
+        models.append(AverageRisk(draw(st.sampled_from([0.2, 0.5]))))
+    limit = draw(st.sampled_from([0.0, 0.0, 0.1, 0.3]))
+    metric = draw(st.sampled_from(QUALITY_MODELS))
+    problem = Problem.build(
+        hs,
+        codes,
+        models=models,
+        sensitive={"s": sensitive},
+        infos={"s": info},
+        suppression_limit=limit,
+    )
+    return problem, metric
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(problems())
+def test_search_matches_exhaustive_enumeration(case):
+    problem, metric = case
+    try:
+        expected = exhaustive_search(problem, metric)
+    except NoSolutionError:
+        with pytest.raises(NoSolutionError):
+            optimal_search(problem, metric)
+        return
+    found = optimal_search(problem, metric)
+    assert found.score == pytest.approx(expected.score, abs=1e-9)
+    assert found.node in {expected.node, *expected.ties}
+
+
+def test_group_rows_dense_and_sparse_agree():
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 50, 200)
+    weights = rng.integers(1, 5, 200)
+    dense_first, dense = group_rows(keys, 50, [weights])
+    sparse_first, sparse = group_rows(keys * 10**9, 50 * 10**9, [weights])
+    assert dense[0].tolist() == sparse[0].tolist()
+    assert (keys[dense_first] == keys[sparse_first]).all()
+
+
+def test_lattice_minimal_nodes():
+    lattice = Lattice((2, 2))
+    grid = np.zeros(lattice.shape, dtype=bool)
+    grid[lattice.above((1, 0))] = True
+    grid[lattice.above((0, 2))] = True
+    minimal = {tuple(lattice.levels(i).tolist()) for i in lattice.minimal(grid)}
+    assert minimal == {(1, 0), (0, 2)}
+
+
+def _adult_problem(limit: float) -> Problem:
+    assert SHARED is not None
+    folder = SHARED / "adult-arx"
+    frame = pd.read_csv(folder / "adult.csv", sep=";", dtype=str)
+    qis = [c for c in frame.columns if c != "salary-class"]
+    hs = [Hierarchy.from_csv(c, folder / f"adult_hierarchy_{c}.csv") for c in qis]
+    codes = [h.encode(frame[c]) for h, c in zip(hs, qis, strict=True)]
+    return Problem.build(hs, codes, models=[KAnonymity(5)], suppression_limit=limit)
+
+
+@needs_shared
+def test_adult_optimum_without_suppression():
+    result = optimal_search(_adult_problem(0.0), "precision")
+    # sex, age, race, marital-status, education, native-country, workclass, occupation
+    both = {(0, 4, 0, 1, 3, 2, 2, 2), (0, 4, 0, 2, 3, 2, 2, 1)}
+    assert result.score == pytest.approx(0.6875, abs=1e-12)
+    assert result.suppressed == 0
+    assert {result.node, *result.ties} == both
+    assert result.checked < 400  # the lattice has 6,480 transformations
+
+
+@needs_shared
+def test_adult_optimum_with_one_percent_suppression():
+    result = optimal_search(_adult_problem(0.01), "precision")
+    assert result.node == (0, 4, 0, 1, 3, 2, 0, 1)
+    assert result.score == pytest.approx(0.503431, abs=5e-7)
+    assert result.suppressed == 207
+    assert result.ties == ()
+    assert result.checked < 1500
