@@ -1,0 +1,62 @@
+"""``safeshare anonymize``: generalize and suppress a table until it satisfies its privacy models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from safeshare.cli._output import console, progress_bar, stdout
+
+
+def anonymize_command(
+    data: Path = typer.Argument(..., help="The sensitive table: a CSV/TSV or Parquet file."),
+    config: Path = typer.Option(
+        ...,
+        "--config",
+        "-c",
+        help="YAML config: quasi-identifiers with hierarchies, sensitive columns, privacy models.",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Directory to write anonymized.csv, card.json, report.html."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""
+    from rich.table import Table as RichTable
+
+    from safeshare.release.anonymize import release_anonymized
+
+    with progress_bar(quiet) as progress:
+        result = release_anonymized(data, config=config, out=out, force=force, progress=progress)
+    if quiet:
+        return
+    card = result.card
+    table = RichTable(show_header=False, box=None, pad_edge=False)
+    table.add_row("written", f"{out}/anonymized.csv, card.json, report.html")
+    table.add_row(
+        "guarantee", "[yellow]none formal[/]: anonymization without DP; run the risk suite"
+    )
+    for model in card["models"]:
+        reached = ", ".join(f"{k}={v:.4g}" for k, v in model["achieved"].items())
+        state = "satisfied" if model["satisfied"] else "[red]NOT satisfied[/]"
+        table.add_row("model", f"{model['model']} ({model['parameters']}): {state}; {reached}")
+    levels = ", ".join(
+        f"{name} {level if level is not None else 'varies'}"
+        for name, level in card["transformation"].items()
+    )
+    table.add_row("levels", levels)
+    table.add_row(
+        "rows",
+        f"{card['rows_out']} released of {card['rows_in']} ({card['suppressed']} suppressed)",
+    )
+    quality = card["quality"]["overall"]
+    table.add_row(
+        "quality",
+        f"precision loss {quality['precision']:.4f}, {card['classes']['count']} classes "
+        f"(smallest {card['classes']['smallest']})",
+    )
+    stdout.print(table)
+    for line in result.warnings:
+        console.print(f"[yellow]warning:[/] {line}")

@@ -1,0 +1,114 @@
+"""``anonymize_command`` and ``release_anonymized``: files, card, report; nothing half-written."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
+
+from safeshare.anonymize.models import AnonymizationError
+from safeshare.cli.anonymize import anonymize_command
+from safeshare.release.anonymize import release_anonymized
+from safeshare.report.card import REQUIRED_FIELDS
+from tests.conftest import SHARED, needs_shared
+
+
+def app() -> typer.Typer:
+    cli = typer.Typer(pretty_exceptions_enable=False)
+    cli.command("anonymize")(anonymize_command)
+    cli.command("noop")(lambda: None)  # two commands: the name is given as on the real CLI
+    return cli
+
+
+def adult_config(tmp_path: Path, **extra) -> Path:
+    assert SHARED is not None
+    folder = SHARED / "adult-arx"
+    qis = [
+        "sex",
+        "age",
+        "race",
+        "marital-status",
+        "education",
+        "native-country",
+        "workclass",
+        "occupation",
+    ]
+    config = {
+        "quasi_identifiers": {
+            c: {"hierarchy": str(folder / f"adult_hierarchy_{c}.csv")} for c in qis
+        },
+        "sensitive": ["salary-class"],
+        "privacy": {"k": 5, "l_diversity": {"attribute": "salary-class", "l": 2}},
+        "suppression_limit": 0.01,
+        **extra,
+    }
+    path = tmp_path / "anon.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@needs_shared
+def test_cli_writes_release(tmp_path):
+    assert SHARED is not None
+    data = SHARED / "adult-arx" / "adult.csv"
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        app(), ["anonymize", str(data), "--config", str(adult_config(tmp_path)), "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    assert "k-anonymity (k=5): satisfied" in done.output
+    assert sorted(p.name for p in out.iterdir()) == ["anonymized.csv", "card.json", "report.html"]
+    card = json.loads((out / "card.json").read_text())
+    assert card.keys() >= REQUIRED_FIELDS
+    assert card["method"] == "anonymize"
+    assert "no mathematical guarantee" in card["guarantee"]
+    assert card["models"][0]["achieved"]["k"] >= 5 and card["models"][1]["achieved"]["l"] >= 2
+    assert card["rows_in"] == 30162 and card["rows_out"] == 30162 - card["suppressed"]
+    assert set(card["transformation"]) == set(card["quality"]["per_attribute"])
+    assert card["columns"]["age"]["role"] == "quasi_identifier"
+    assert card["columns"]["salary-class"]["transform"] == "kept"
+    released = pd.read_csv(out / "anonymized.csv", dtype=str)
+    assert len(released) == card["rows_out"]
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "http://" not in html.replace("http://www.w3.org", "")
+    # no record: a raw country generalized away never appears
+    assert "Cambodia" not in html and "Cambodia" not in released["native-country"].tolist()
+
+
+@needs_shared
+def test_cli_refuses_existing_output_and_bad_config(tmp_path):
+    assert SHARED is not None
+    data = SHARED / "adult-arx" / "adult.csv"
+    out = tmp_path / "out"
+    out.mkdir()
+    done = CliRunner().invoke(
+        app(), ["anonymize", str(data), "-c", str(adult_config(tmp_path)), "-o", str(out)]
+    )
+    assert done.exit_code != 0 and "exists" in str(done.exception)
+    bad = adult_config(tmp_path, privacy={"k": 40000})
+    out = tmp_path / "out2"
+    done = CliRunner().invoke(app(), ["anonymize", str(data), "-c", str(bad), "-o", str(out)])
+    assert isinstance(done.exception, AnonymizationError)
+    assert "larger than the table" in str(done.exception)
+    assert not out.exists() and not list(tmp_path.glob(".out2*"))
+
+
+def test_release_writes_nothing_on_error(tmp_path):
+    frame = pd.DataFrame({"zip": ["13053", "13068", "99999"], "x": ["a", "b", "c"]})
+    rows = [["13053", "*"], ["13068", "*"]]
+    config = {"quasi_identifiers": {"zip": {"hierarchy": rows}}, "privacy": {"k": 2}}
+    out = tmp_path / "release"
+    with pytest.raises(ValueError, match="'99999'"):
+        release_anonymized(frame, config=config, out=out)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_release_card_lists_unprotected_columns(tmp_path):
+    frame = pd.DataFrame({"zip": ["13053", "13068"] * 3, "note": list("abcdef")})
+    config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}}, "privacy": {"k": 2}}
+    result = release_anonymized(frame, config=config, out=tmp_path / "r", dataset_name="t")
+    assert any("'note'" in line for line in result.warnings)
+    assert result.card["columns"]["note"]["transform"] == "kept (not protected)"
