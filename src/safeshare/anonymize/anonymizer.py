@@ -433,23 +433,28 @@ class Anonymizer:
         record_kept: np.ndarray,
     ) -> tuple[pd.DataFrame, Table]:
         config = self.config
-        out = frame.copy()
         columns: dict[str, np.ndarray] = {}
         categories: dict[str, list[str]] = {}
+        released: dict[str, Any] = {}
+        keep = record_kept
+        masking = config.suppressed_records == "mask" and not keep.all()
         for c, (name, h) in enumerate(zip(qis, hierarchies, strict=True)):
             level0 = problem.codes[c][problem.record_rows]
             levels = class_levels[record_class, c]
             labels, label_codes = _record_labels(h, level0, levels)
             columns[name] = label_codes
             categories[name] = labels
-            out[name] = np.asarray(labels, dtype=object)[label_codes]
-        keep = record_kept
-        if not keep.all():
-            if config.suppressed_records == "mask":
-                for name in qis:
-                    out.loc[~keep, name] = TOP
-            else:
-                out = out.loc[keep]
+            shown = label_codes
+            if masking:
+                if TOP not in labels:
+                    labels = [*labels, TOP]
+                shown = np.where(keep, label_codes, labels.index(TOP))
+            released[name] = pd.Categorical.from_codes(shown, categories=pd.Index(labels))
+        out = pd.DataFrame(
+            {name: released.get(name, frame[name]) for name in frame.columns}, index=frame.index
+        )
+        if not keep.all() and config.suppressed_records == "remove":
+            out = out.loc[keep]
         domain = Domain(
             tuple(
                 Column(

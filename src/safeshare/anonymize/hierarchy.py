@@ -160,28 +160,39 @@ class Hierarchy:
         value matches a row for ``(missing)``; the error names only the first bad value.
         """
         series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
-        missing = series.isna().to_numpy()
-        text = series.astype("string").str.strip()
-        codes = text.map(self._index).to_numpy(dtype=float, na_value=np.nan)
+        positions, uniques = pd.factorize(series, use_na_sentinel=True)
+        lookup = np.empty(len(uniques) + 1, dtype=np.int64)
+        bad: list[int] = []
+        for i, value in enumerate(uniques):
+            code = self._code_of(str(value).strip())
+            if code is None:
+                bad.append(i)
+            else:
+                lookup[i] = code
+        missing = positions < 0
         if missing.any():
             if MISSING_VALUE not in self._index:
                 raise HierarchyError(
                     f"column {self.column!r} has {int(missing.sum())} missing value(s) and its "
                     f"hierarchy has no row for {MISSING_VALUE!r}; add one or fill them"
                 )
-            codes[missing] = self._index[MISSING_VALUE]
-        unseen = np.isnan(codes)
-        if unseen.any() and self._numeric:
-            numbers = pd.to_numeric(text[unseen], errors="coerce")
-            codes[unseen] = numbers.map(self._numeric).to_numpy(dtype=float, na_value=np.nan)
-            unseen = np.isnan(codes)
-        if unseen.any():
-            first = int(np.flatnonzero(unseen)[0])
+            lookup[-1] = self._index[MISSING_VALUE]
+        if bad:
+            uncovered = int(np.isin(positions, bad).sum())
             raise HierarchyError(
-                f"column {self.column!r}: the value {str(text.iloc[first])!r} is not in its "
-                f"hierarchy ({int(unseen.sum())} record(s) have uncovered values); add a row for it"
+                f"column {self.column!r}: the value {str(uniques[bad[0]]).strip()!r} is not in its "
+                f"hierarchy ({uncovered} record(s) have uncovered values); add a row for it"
             )
-        return codes.astype(np.int32)
+        return lookup[positions].astype(np.int32)
+
+    def _code_of(self, text: str) -> int | None:
+        code = self._index.get(text)
+        if code is None and self._numeric:
+            try:
+                code = self._numeric.get(float(text))
+            except ValueError:
+                return None
+        return code
 
     def generalize(self, values: Sequence[object], level: int) -> list[str]:
         """The labels of ``values`` at ``level``."""

@@ -89,6 +89,18 @@ class Lattice:
             table[up, c] = index[up] + stride
         return table
 
+    def predecessor_table(self) -> np.ndarray:
+        """``table[i, c]``: the node one level down in column ``c`` from node ``i`` (-1 at the bottom)."""
+        index = np.arange(self.size, dtype=np.int64)
+        strides = [
+            int(np.prod(self.shape[c + 1 :], dtype=np.int64)) for c in range(len(self.shape))
+        ]
+        table = np.full((self.size, len(self.shape)), -1, dtype=np.int64)
+        for c, stride in enumerate(strides):
+            down = self.all_levels[:, c] > self.lo[c]
+            table[down, c] = index[down] - stride
+        return table
+
     def minimal(self, mask: np.ndarray) -> np.ndarray:
         """Indices of the minimal nodes of an up-closed boolean ``mask`` (lattice-shaped)."""
         has_lower = np.zeros(self.shape, dtype=bool)

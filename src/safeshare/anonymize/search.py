@@ -6,18 +6,26 @@ equivalence classes are computed from the classes of any node below it (a *roll-
 classes of a finer node are a smaller weighted table than the data), so most checks touch a
 few hundred rows.
 
-The search has two phases.
+The search, for a quality model with a lower bound per node (its value with nothing
+suppressed; for precision the suppressed count known from a coarser node adds to it):
 
-1. **Tagging** (after ARX's Flash): the nodes that satisfy the monotone part of the models
-   within the suppression limit form an up-set of the lattice.  Walk a path upwards from the
-   lowest untagged node through untagged nodes, binary-search it for its lowest satisfying
-   node, and tag whole cones: a satisfying node's successors satisfy, a violating node's
-   predecessors violate.  Each tag is one slice assignment on an array of the lattice's shape.
-2. **Optimum**: without suppression every model and quality model is monotone, so the optimum
-   is one of the up-set's minimal nodes, and only those are scored.  Otherwise the
-   candidates are scored in order of an exact lower bound (for the separable quality models,
-   their value with nothing suppressed, a sum of one term per column and level); the search
-   stops at the first candidate whose bound exceeds the best score found.
+1. **Descent**: from the top, step down to the satisfying predecessor of lowest bound until
+   none satisfies.  This finds a good solution at once (the *cutoff*: no optimum lies above
+   it), and the violating predecessors met on the way sit just under the frontier.
+2. **Settling** (after ARX's Flash): every node whose bound is under the cutoff must be either
+   ruled out or scored.  Take the lowest such node, walk a path upwards through untagged
+   nodes, and bisect it for the highest node that settles the start (it violates the models;
+   or it suppresses so many records that every node below it costs more than the cutoff);
+   then climb on from there while a successor still settles it.  Each check tags whole cones
+   with one slice assignment on an array of the lattice's shape: a satisfying node's
+   successors satisfy, a violating node's predecessors violate, and a node's suppressed count
+   (under the models that stay monotone with suppression) bounds that of every node below.
+3. **Optimum**: the candidates left are scored in order of their bounds, stopping at the
+   first bound above the best score.  Without suppression every model and quality model is
+   monotone, so only the minimal satisfying nodes are candidates.
+
+The result is exact: a node is skipped only when a check proves it violates the models or
+costs more than a node already found (tests compare it with exhaustive enumeration).
 
 Every group-by goes through :func:`group_rows`, the one function an engine (DuckDB's or
 Spark's ``GROUP BY``) replaces to run the search on data larger than memory.
@@ -54,12 +62,14 @@ from safeshare.anonymize.models import (
 )
 from safeshare.anonymize.quality import SEPARABLE, QualityContext
 
-_DENSE_FACTOR = 4
-_DENSE_MIN = 1 << 10
+_DENSE_FACTOR = 32
+_DENSE_MIN = 1 << 12
 _KEY_LIMIT = 1 << 62
 _CACHE_ROWS = 4_000_000
 _CACHE_SHARE = 0.9  # remember a node whose classes are at most this share of its source's
 _EPS = 1e-12
+_FLOAT_EXACT = 1 << 53
+_MATRIX_ROWS = 4096  # sources at least this large keep their codes at every level
 
 
 def group_rows(
@@ -78,7 +88,7 @@ def group_rows(
         return (np.zeros(0, dtype=np.int64) if first else None), [w[:0] for w in weights]
     if space <= _DENSE_FACTOR * n + _DENSE_MIN:
         total = np.bincount(keys, weights=weights[0], minlength=space)
-        present = np.flatnonzero(total)
+        present = np.flatnonzero(total > 0)  # (nonzero on floats is ten times slower)
         sums = [total[present]]
         for w in weights[1:]:
             columns = w.reshape(n, -1)
@@ -112,7 +122,7 @@ def _relabel(keys: np.ndarray) -> tuple[np.ndarray, int]:
 class NodeClasses:
     """The classes of one node: a member's level-0 codes per column, sizes, sensitive counts."""
 
-    __slots__ = ("_first", "_rep", "_source", "classes", "node")
+    __slots__ = ("_first", "_matrix", "_rep", "_source", "classes", "node", "uses")
 
     def __init__(
         self,
@@ -127,6 +137,8 @@ class NodeClasses:
         self._rep = rep
         self._source = source
         self._first = first
+        self._matrix: np.ndarray | None = None
+        self.uses = 0
 
     @property
     def rep(self) -> np.ndarray:
@@ -136,6 +148,21 @@ class NodeClasses:
             self._rep = self._source[self._first]
             self._source = self._first = None
         return self._rep
+
+    def matrix(self, problem: Problem) -> np.ndarray:
+        """The codes of every class at every level of every column, as floats (rows x levels).
+
+        A node's key is then one matrix-vector product (BLAS) with the strides placed at the
+        node's levels: no gather.  Kept for large sources, which many nodes roll up from.
+        """
+        if self._matrix is None:
+            columns = [
+                problem.flat_floats[problem.map_offsets[c][level] + self.rep[:, c]]
+                for c, levels in enumerate(problem.maps)
+                for level in range(len(levels))
+            ]
+            self._matrix = np.stack(columns, axis=1) if columns else np.zeros((len(self), 0))
+        return self._matrix
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -195,6 +222,15 @@ class Problem:
         self.flat_maps = np.concatenate(
             [m for maps in self.maps for m in maps] or [np.zeros(0, dtype=np.int64)]
         )
+        self.flat_floats = self.flat_maps.astype(np.float64)
+        # the column of (column c, level l) in a NodeClasses.matrix
+        depth = max((len(maps) for maps in self.maps), default=0)
+        self.level_columns = np.zeros((len(self.maps), depth), dtype=np.int64)
+        self.level_count = 0
+        for c, maps in enumerate(self.maps):
+            for level in range(len(maps)):
+                self.level_columns[c, level] = self.level_count
+                self.level_count += 1
         self.map_offsets: list[list[int]] = []
         offset = 0
         for maps in self.maps:
@@ -350,7 +386,15 @@ class Evaluator:
             strides = np.ones(len(node), dtype=np.int64)
             for c in range(len(node) - 2, -1, -1):
                 strides[c] = strides[c + 1] * sizes_at[c + 1]
-            key = p.flat_maps[rep + offsets] @ strides
+            source.uses += 1
+            if space < _FLOAT_EXACT and rows >= _MATRIX_ROWS and source.uses > 1:
+                weights = np.zeros(p.level_count, dtype=np.float64)
+                weights[p.level_columns[np.arange(len(node)), list(node)]] = strides
+                key = (source.matrix(p) @ weights).astype(np.int64)
+            elif space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
+                key = (p.flat_floats[rep + offsets] @ strides.astype(np.float64)).astype(np.int64)
+            else:
+                key = p.flat_maps[rep + offsets] @ strides
         else:
             key, space = np.zeros(rows, dtype=np.int64), 1
             for c, level in enumerate(node):
@@ -461,47 +505,91 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
     bounds = lower_bounds(problem, metric)
     state = np.zeros(size, dtype=np.int8)  # 1: satisfies the monotone models, -1: violates
     grid = state.reshape(lattice.shape)
+    # suppression under the monotone models never grows upwards: a checked node's count is a
+    # lower bound for every node below it, which raises precision's bound there
+    at_least = np.zeros(size, dtype=np.int64)
+    floor = at_least.reshape(lattice.shape)
+    uses_floor = metric == "precision" and evaluator.suppression_monotone
     successors = lattice.successor_table()
     assessed: dict[int, Assessment] = {}
+    checked = np.zeros(size, dtype=bool)
     n = max(problem.n, 1)
+    limit = problem.max_suppressed
     # with a separable model a satisfying node costs at most its bound + the suppressed share
-    slack = problem.max_suppressed / n if metric in ("precision", "loss", "ncp") else math.inf
-    best = math.inf  # exact score of the best node assessed so far (precision only)
+    slack = limit / n if metric in ("precision", "loss", "ncp") else math.inf
     cutoff = math.inf  # no optimum lies above this bound
-    # suppression under the monotone models never grows upwards: an assessed node's count
-    # bounds the count of every node below it, which tightens precision's bound
-    seen = _SuppressionBound(lattice.all_levels, evaluator.suppression_monotone)
-    fractions = _fractions(problem) if metric == "precision" else None
 
-    def bound(index: int) -> float:
-        if fractions is None or not seen.count:
+    def bound(index: int, suppressed: int | None = None) -> float:
+        if not uses_floor:
             return float(bounds[index])
-        suppressed = seen.at_least(index)
-        return float(np.mean(fractions[index] + suppressed * (1 - fractions[index]) / n))
+        count = int(at_least[index]) if suppressed is None else suppressed
+        return float(bounds[index] + count * (1 - bounds[index]) / n)
 
-    def check(index: int) -> bool:
-        nonlocal best, cutoff
+    def check(index: int) -> Assessment:
+        nonlocal cutoff
         node = tuple(int(v) for v in lattice.levels(index))
         assessment = evaluator.assess(node)
         assessed[index] = assessment
-        seen.add(index, assessment.suppressed_monotone)
+        checked[index] = True
+        if uses_floor and assessment.suppressed_monotone:
+            cone = floor[lattice.below(node)]
+            np.maximum(cone, assessment.suppressed_monotone, out=cone)
         if assessment.feasible_monotone:
             grid[lattice.above(node)] = 1
             if evaluator.fully_monotone:
                 cutoff = min(cutoff, bounds[index] + slack)
             if assessment.feasible and metric == "precision":
-                best = min(best, evaluator.score(assessment, metric))
-                cutoff = min(cutoff, best)
+                cutoff = min(cutoff, evaluator.score(assessment, metric))
         else:
             grid[lattice.below(node)] = -1
-        return assessment.feasible_monotone
+        return assessment
 
-    for start in np.lexsort((np.arange(size), bounds)):
-        if bounds[start] > cutoff + _EPS:
+    def covers(start: int, index: int) -> bool:
+        """Whether checking ``index`` (above ``start``) settles ``start``."""
+        assessment = assessed.get(index) or check(index)
+        if not assessment.feasible_monotone:
+            return True
+        return uses_floor and bound(start, assessment.suppressed_monotone) > cutoff + _EPS
+
+    # descend from the top along satisfying nodes, lowest bound first: a good solution early
+    # (a low cutoff), and the violating predecessors met on the way sit just below the frontier,
+    # so their cones of violating nodes are large
+    predecessors = lattice.predecessor_table()
+    current = size - 1
+    if (assessed.get(current) or check(current)).feasible_monotone:
+        moving = True
+        while moving:
+            moving = False
+            options = predecessors[current]
+            options = options[options >= 0]
+            for found in options[np.lexsort((options, bounds[options]))]:
+                option = int(found)
+                if state[option] < 0:
+                    continue
+                if (assessed.get(option) or check(option)).feasible_monotone:
+                    current, moving = option, True
+                    break
+
+    # settle every node whose bound is below the cutoff, lowest first: walk a path upwards
+    # through untagged nodes and bisect it for the highest node that settles the start (one that
+    # violates the models, or whose suppressed count puts everything below it over the cutoff),
+    # probing first where the path crosses the cutoff; then climb on while a successor still
+    # settles the start, to tag as large a cone as possible
+    order = np.lexsort((np.arange(size), bounds))
+    ordered_bounds = bounds[order]
+    position = 0
+    while position < size:
+        end = int(np.searchsorted(ordered_bounds, cutoff + _EPS, side="right"))
+        rest = order[position:end]
+        reach = (
+            bounds[rest] + at_least[rest] * (1 - bounds[rest]) / n if uses_floor else bounds[rest]
+        )
+        open_ = np.flatnonzero((state[rest] >= 0) & (reach <= cutoff + _EPS) & ~checked[rest])
+        if not len(open_):
             break
-        if state[start] or bound(start) > cutoff + _EPS:
-            continue
-        path = [int(start)]
+        position += int(open_[0]) + 1
+        start = int(rest[open_[0]])
+        path = [start]
         while True:
             options = successors[path[-1]]
             options = options[options >= 0]
@@ -509,36 +597,55 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
             if not len(options):
                 break
             path.append(int(options[np.argmin(bounds[options])]))
-        low, high = 0, len(path) - 1
+        low, high, top = 0, len(path) - 1, -1
+        probe = (
+            min(int(np.searchsorted(bounds[path], cutoff)), high) if math.isfinite(cutoff) else -1
+        )
         while low <= high:
-            middle = (low + high) // 2
-            tag = state[path[middle]]
-            if check(path[middle]) if tag == 0 else tag > 0:
+            middle = (low + high) // 2 if not low <= probe <= high else probe
+            probe = -1
+            if state[path[middle]] > 0 and not uses_floor:
                 high = middle - 1
+            elif (state[path[middle]] < 0) or covers(start, path[middle]):
+                top, low = middle, middle + 1
             else:
-                low = middle + 1
-
-    satisfying = (state == 1) & (bounds <= cutoff + _EPS)
-    if not (state == 1).any():
+                high = middle - 1
+        if top < 0:
+            continue
+        current = path[top]
+        climbing = True
+        while climbing:
+            climbing = False
+            for found in successors[current]:
+                option = int(found)
+                if option < 0 or state[option] > 0 or option in assessed:
+                    continue
+                if covers(start, option):
+                    current, climbing = option, True
+                    break
+    if not (state > 0).any() and not any(a.feasible for a in assessed.values()):
         raise _no_solution(problem, evaluator)
-    if evaluator.fully_monotone and problem.max_suppressed == 0:
+    reachable = bounds + at_least * (1 - bounds) / n if uses_floor else bounds.copy()
+    candidates = (state >= 0) & (reachable <= cutoff + _EPS)
+    if evaluator.fully_monotone and limit == 0:
         minimal = np.zeros(size, dtype=bool)
-        minimal[lattice.minimal(grid == 1)] = True
-        satisfying &= minimal
-    candidates = np.flatnonzero(satisfying)
-    candidates = candidates[np.lexsort((candidates, bounds[candidates]))]
+        minimal[lattice.minimal(grid > 0)] = True
+        candidates &= minimal
+    order = np.flatnonzero(candidates)
+    order = order[np.lexsort((order, reachable[order]))]
     best, best_node, best_suppressed = math.inf, None, 0
     ties: list[tuple[int, ...]] = []
-    for index in candidates:
-        if bounds[index] > best + _EPS:
+    for candidate in order:
+        index = int(candidate)
+        if reachable[index] > best + _EPS:
             break
-        if int(index) not in assessed and bound(int(index)) > best + _EPS:
+        if index not in assessed and bound(index) > best + _EPS:
             continue
-        node = tuple(int(v) for v in lattice.levels(int(index)))
-        assessment = assessed.get(int(index)) or evaluator.assess(node)
+        assessment = assessed.get(index) or check(index)
         if not assessment.feasible:
             continue
         score = evaluator.score(assessment, metric)
+        node = assessment.node
         if score < best - _EPS:
             best, best_node, best_suppressed, ties = score, node, assessment.suppressed, []
         elif abs(score - best) <= _EPS:
@@ -548,31 +655,6 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
     return SearchResult(
         best_node, best, best_suppressed, metric, tuple(ties), evaluator.checked, lattice.size
     )
-
-
-class _SuppressionBound:
-    """The largest monotone suppression count among assessed nodes above a node."""
-
-    def __init__(self, levels: np.ndarray, active: bool) -> None:
-        self.levels = levels
-        self.active = active
-        self.rows = np.zeros((64, levels.shape[1]), dtype=levels.dtype)
-        self.counts = np.zeros(64, dtype=np.int64)
-        self.count = 0
-
-    def add(self, index: int, suppressed: int) -> None:
-        if not self.active or suppressed == 0:
-            return
-        if self.count == len(self.counts):
-            self.rows = np.concatenate([self.rows, np.zeros_like(self.rows)])
-            self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)])
-        self.rows[self.count] = self.levels[index]
-        self.counts[self.count] = suppressed
-        self.count += 1
-
-    def at_least(self, index: int) -> int:
-        above = (self.rows[: self.count] >= self.levels[index]).all(axis=1)
-        return int(self.counts[: self.count][above].max(initial=0))
 
 
 def _fractions(problem: Problem) -> np.ndarray:
