@@ -1,1 +1,71 @@
-"""anonymize/: hierarchies, privacy models, the optimal lattice search, quality, transforms."""
+"""anonymize/: hierarchies, privacy models, the optimal lattice search, quality, transforms.
+
+>>> from safeshare.anonymize import Anonymizer, KAnonymity
+>>> KAnonymity(5).describe()
+'k=5'
+"""
+
+from safeshare.anonymize.anonymizer import (
+    AnonymizationResult,
+    Anonymizer,
+    ClassStatistics,
+    ModelOutcome,
+)
+from safeshare.anonymize.config import AnonymizeConfig
+from safeshare.anonymize.hierarchy import (
+    Hierarchy,
+    HierarchyError,
+    automatic,
+    cuts,
+    dates,
+    groupings,
+    intervals,
+    masking,
+)
+from safeshare.anonymize.models import (
+    AnonymizationError,
+    AverageRisk,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    KMap,
+    MaxRisk,
+    NoSolutionError,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from safeshare.anonymize.quality import QualityScores
+from safeshare.anonymize.search import Problem, exhaustive_search, optimal_search
+from safeshare.anonymize.transforms import SecretKey, pseudonymize
+
+__all__ = [
+    "AnonymizationError",
+    "AnonymizationResult",
+    "AnonymizeConfig",
+    "Anonymizer",
+    "AverageRisk",
+    "ClassStatistics",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "Hierarchy",
+    "HierarchyError",
+    "KAnonymity",
+    "KMap",
+    "MaxRisk",
+    "ModelOutcome",
+    "NoSolutionError",
+    "Problem",
+    "QualityScores",
+    "RecursiveCLDiversity",
+    "SecretKey",
+    "TCloseness",
+    "automatic",
+    "cuts",
+    "dates",
+    "exhaustive_search",
+    "groupings",
+    "intervals",
+    "masking",
+    "optimal_search",
+    "pseudonymize",
+]
