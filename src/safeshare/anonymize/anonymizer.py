@@ -226,7 +226,12 @@ class Anonymizer:
             hierarchies,
             codes,
             models=models,
-            sensitive=sens_codes,
+            # only the sensitive columns a model reads are carried through the search
+            sensitive={
+                name: codes_
+                for name, codes_ in sens_codes.items()
+                if any(getattr(m, "attribute", None) == name for m in models)
+            },
             infos=infos,
             suppression_limit=config.suppression_limit,
             lo=lo,
@@ -377,7 +382,6 @@ class Anonymizer:
         infos: dict[str, SensitiveInfo] = {}
         codes: dict[str, np.ndarray] = {}
         for name, spec in self.config.sensitive.items():
-            values = frame[name].astype("string").str.strip().fillna(MISSING_SENSITIVE)
             parents = None
             if spec.hierarchy is not None:
                 h = self._build(name, spec.hierarchy, frame[name])
@@ -387,9 +391,15 @@ class Anonymizer:
                     _parent_map(h.maps[level], h.maps[level + 1]) for level in range(h.height)
                 )
             else:
-                labels = tuple(sorted(set(values.tolist()), key=_sort_key))
+                positions, uniques = pd.factorize(frame[name], use_na_sentinel=True)
+                texts = [str(u).strip() for u in uniques]
+                if (positions < 0).any():
+                    texts.append(MISSING_SENSITIVE)
+                    positions = np.where(positions < 0, len(texts) - 1, positions)
+                labels = tuple(sorted(set(texts), key=_sort_key))
                 index = {v: i for i, v in enumerate(labels)}
-                code = values.map(index).to_numpy(dtype=np.int64)
+                lookup = np.array([index[t] for t in texts], dtype=np.int64)
+                code = lookup[positions]
             order = None
             if spec.order is not None:
                 position = {v: i for i, v in enumerate(spec.order)}
@@ -647,6 +657,8 @@ def _rep_codes(problem: Problem, row_class: np.ndarray, c: int) -> np.ndarray:
 
 
 def _labels_at(problem: Problem, c: int, levels: np.ndarray, rep: np.ndarray) -> np.ndarray:
+    if len(levels) and levels.min() == levels.max():
+        return problem.maps[c][int(levels[0])][rep]
     labels = np.empty(len(levels), dtype=np.int64)
     for level in np.unique(levels):
         at = levels == level
@@ -658,22 +670,19 @@ def _record_labels(
     h: Hierarchy, level0: np.ndarray, levels: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
     """Each record's label text codes (one category list across the levels used)."""
-    used = np.unique(levels)
-    if len(used) == 1:
-        level = int(used[0])
+    if len(levels) and levels.min() == levels.max():
+        level = int(levels[0])
         return list(h.labels[level]), h.maps[level][level0].astype(np.int64)
-    names: list[str] = []
     position: dict[str, int] = {}
     out = np.empty(len(level0), dtype=np.int64)
-    for level in used:
+    for level in np.unique(levels):
         at = levels == level
         remap = np.array(
             [position.setdefault(label, len(position)) for label in h.labels[int(level)]],
             dtype=np.int64,
         )
         out[at] = remap[h.maps[int(level)][level0[at]]]
-    names = list(position)
-    return names, out
+    return list(position), out
 
 
 def _holds(

@@ -62,14 +62,13 @@ from safeshare.anonymize.models import (
 )
 from safeshare.anonymize.quality import SEPARABLE, QualityContext
 
-_DENSE_FACTOR = 32
+_DENSE_FACTOR = 4
 _DENSE_MIN = 1 << 12
 _KEY_LIMIT = 1 << 62
 _CACHE_ROWS = 4_000_000
 _CACHE_SHARE = 0.9  # remember a node whose classes are at most this share of its source's
 _EPS = 1e-12
 _FLOAT_EXACT = 1 << 53
-_MATRIX_ROWS = 4096  # sources at least this large keep their codes at every level
 
 
 def group_rows(
@@ -122,7 +121,7 @@ def _relabel(keys: np.ndarray) -> tuple[np.ndarray, int]:
 class NodeClasses:
     """The classes of one node: a member's level-0 codes per column, sizes, sensitive counts."""
 
-    __slots__ = ("_first", "_matrix", "_rep", "_source", "classes", "node", "uses")
+    __slots__ = ("_first", "_rep", "_source", "classes", "node")
 
     def __init__(
         self,
@@ -137,8 +136,6 @@ class NodeClasses:
         self._rep = rep
         self._source = source
         self._first = first
-        self._matrix: np.ndarray | None = None
-        self.uses = 0
 
     @property
     def rep(self) -> np.ndarray:
@@ -148,21 +145,6 @@ class NodeClasses:
             self._rep = self._source[self._first]
             self._source = self._first = None
         return self._rep
-
-    def matrix(self, problem: Problem) -> np.ndarray:
-        """The codes of every class at every level of every column, as floats (rows x levels).
-
-        A node's key is then one matrix-vector product (BLAS) with the strides placed at the
-        node's levels: no gather.  Kept for large sources, which many nodes roll up from.
-        """
-        if self._matrix is None:
-            columns = [
-                problem.flat_floats[problem.map_offsets[c][level] + self.rep[:, c]]
-                for c, levels in enumerate(problem.maps)
-                for level in range(len(levels))
-            ]
-            self._matrix = np.stack(columns, axis=1) if columns else np.zeros((len(self), 0))
-        return self._matrix
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -223,14 +205,6 @@ class Problem:
             [m for maps in self.maps for m in maps] or [np.zeros(0, dtype=np.int64)]
         )
         self.flat_floats = self.flat_maps.astype(np.float64)
-        # the column of (column c, level l) in a NodeClasses.matrix
-        depth = max((len(maps) for maps in self.maps), default=0)
-        self.level_columns = np.zeros((len(self.maps), depth), dtype=np.int64)
-        self.level_count = 0
-        for c, maps in enumerate(self.maps):
-            for level in range(len(maps)):
-                self.level_columns[c, level] = self.level_count
-                self.level_count += 1
         self.map_offsets: list[list[int]] = []
         offset = 0
         for maps in self.maps:
@@ -386,12 +360,7 @@ class Evaluator:
             strides = np.ones(len(node), dtype=np.int64)
             for c in range(len(node) - 2, -1, -1):
                 strides[c] = strides[c + 1] * sizes_at[c + 1]
-            source.uses += 1
-            if space < _FLOAT_EXACT and rows >= _MATRIX_ROWS and source.uses > 1:
-                weights = np.zeros(p.level_count, dtype=np.float64)
-                weights[p.level_columns[np.arange(len(node)), list(node)]] = strides
-                key = (source.matrix(p) @ weights).astype(np.int64)
-            elif space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
+            if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
                 key = (p.flat_floats[rep + offsets] @ strides.astype(np.float64)).astype(np.int64)
             else:
                 key = p.flat_maps[rep + offsets] @ strides
@@ -608,6 +577,7 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
                 high = middle - 1
             elif (state[path[middle]] < 0) or covers(start, path[middle]):
                 top, low = middle, middle + 1
+
             else:
                 high = middle - 1
         if top < 0:

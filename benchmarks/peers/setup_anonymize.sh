@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up the peers of benchmarks/anonymize_adult.py, each in its own venv (idempotent).
+#
+#   bash benchmarks/peers/setup_anonymize.sh
+#
+#   benchmarks/.venvs/anjana/   anjana 1.2.3 (greedy k-anonymity; pulls pycanon and its pins)
+#   benchmarks/.venvs/anonypy/  anonypy 0.2.1 (Mondrian) + pandas, which it imports
+#   benchmarks/.venvs/pycanon/  pycanon (checks k, l, t of a table): the independent cross-check
+#
+# Everything comes from PyPI and is git-ignored.  pycanon pins exact versions of numpy, pandas
+# and scipy, which is why it lives here and not in the project's test extras.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENVS="$(dirname "$HERE")/.venvs"
+PYTHON="${PYTHON:-python3}"
+
+make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
+    local name="$1" pin="$2"
+    shift 2
+    local venv="$VENVS/$name" pkg="${pin%%==*}" want="${pin##*==}"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "creating $venv"
+        "$PYTHON" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet --upgrade pip
+    fi
+    local have
+    have="$("$venv/bin/python" -m pip show "$pkg" 2>/dev/null | sed -n 's/^Version: //p')"
+    if { [ "$pkg" != "$want" ] && [ "$have" != "$want" ]; } || [ -z "$have" ] \
+        || { [ $# -gt 0 ] && ! "$venv/bin/python" -m pip show "$@" >/dev/null 2>&1; }; then
+        echo "installing $pin $* into $venv"
+        "$venv/bin/python" -m pip install --quiet "$pin" "$@"
+    else
+        echo "$name: $pin already installed"
+    fi
+}
+
+mkdir -p "$VENVS"
+make_venv anjana anjana==1.2.3
+make_venv anonypy anonypy==0.2.1 pandas
+make_venv pycanon pycanon
