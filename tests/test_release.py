@@ -206,3 +206,36 @@ def test_one_column_and_an_all_missing_column(tmp_path, fair):
     result = release(frame, out=tmp_path / "two", seed=2, epsilon=1.0, ledger=tmp_path / "l.sqlite")
     assert result.synthetic["empty"].isna().mean() > 0.9
     assert any("'empty'" in note for note in result.card["notes"])
+
+
+def test_aim_release_itemizes_every_round(tmp_path, fair_csv, fair):
+    out = tmp_path / "aim"
+    release(fair_csv, schema=fair[1], out=out, method="aim", workload="2way", seed=8)
+    card = read_card(out)
+    assert card["method"] == "aim" and card["model"]["rounds"] >= 1
+    steps = [item["step"] for item in card["budget"]["items"]]
+    assert steps[0] == "aim: 1-way marginals" and "aim: round 1 select" in steps
+    assert math.fsum(i["epsilon_share"] for i in card["budget"]["items"]) == pytest.approx(
+        card["epsilon_spent"]
+    )
+    assert card["epsilon_spent"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_schema_constraints_need_aim_and_hold(tmp_path, fair):
+    frame, schema = fair
+    spec = {
+        "columns": {n: schema.spec(n).model_dump(exclude_none=True) for n in schema.names},
+        "constraints": [{"when": {"children": ["0"]}, "then": {"rate_marriage": ["3", "4", "5"]}}],
+    }
+    constrained = Schema.from_dict(spec)
+    with pytest.raises(InputError, match="use --method aim"):
+        release(frame, schema=constrained, out=tmp_path / "m", seed=1)
+    assert Ledger().datasets() == []
+    result = release(
+        frame, schema=constrained, out=tmp_path / "a", method="aim", workload="2way", seed=1
+    )
+    synthetic = result.synthetic
+    broken = (synthetic["children"].astype(str) == "0") & synthetic["rate_marriage"].astype(
+        str
+    ).isin(["1", "2"])
+    assert not broken.any()

@@ -106,3 +106,18 @@ def test_sampling_is_random_across_generators():
     first = sample_records(model, 100, np.random.default_rng(1))["a"]
     second = sample_records(model, 100, np.random.default_rng(2))["a"]
     assert first.tolist() != second.tolist() and first.sum() == second.sum()
+
+
+def test_marginals_across_cliques_by_variable_elimination():
+    sizes = {"a": 3, "b": 4, "c": 2, "d": 5, "e": 3, "f": 2}
+    cliques = [("a", "b"), ("b", "c"), ("c", "d"), ("b", "e"), ("f",)]  # f: its own component
+    names = list(sizes)
+    joint = random_joint(sizes, cliques, seed=3)
+    measured = [Measurement(c, 1000 * marginal(joint, names, c), 1.0) for c in cliques]
+    model = estimate(sizes, measured, total=1000, iterations=3000, tolerance=1e-13).model
+    for query in [("a", "d"), ("d", "a", "e"), ("a", "c", "e"), ("e", "d", "f"), ("f", "a")]:
+        assert np.allclose(model.project(query), 1000 * marginal(joint, names, query), atol=1e-3), (
+            query
+        )
+    with pytest.raises(ValueError, match="unknown or repeated"):
+        model.project(("a", "a"))

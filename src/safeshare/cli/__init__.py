@@ -24,6 +24,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("release")(release_command)
+app.command(
+    "synthesize",
+    help="Release DP synthetic data (the release pipeline with a synthesizer: --method mst or aim).",
+)(release_command)
 app.command("demo")(demo)
 app.add_typer(ledger_app, name="ledger")
 

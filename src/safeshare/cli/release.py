@@ -19,7 +19,16 @@ def release_command(
     schema: Path | None = typer.Option(
         None, help="YAML schema of public facts (kinds, categories, bounds, roles)."
     ),
-    method: str = typer.Option("mst", help="Synthesizer: mst."),
+    method: str = typer.Option(
+        "mst", help="Synthesizer: mst (fast baseline) or aim (workload-aware)."
+    ),
+    workload: str | None = typer.Option(
+        None, help="aim: the marginals to optimize for: 2way, 3way (default) or a YAML file."
+    ),
+    max_model_size: float = typer.Option(80.0, help="aim: cap on the model's size in MB."),
+    time_limit: float | None = typer.Option(
+        None, help="aim: seconds of selection before the rest of the budget is spent at once."
+    ),
     holdout_fraction: float = typer.Option(
         0.2, help="Share of records kept out of synthesis, for evaluation."
     ),
@@ -61,6 +70,9 @@ def release_command(
             schema=schema,
             holdout_fraction=holdout_fraction,
             rows=rows,
+            workload=workload,
+            max_model_size=max_model_size,
+            time_limit=time_limit,
             seed=seed,
             unsafe_infer=unsafe_infer,
             ledger=ledger,

@@ -153,6 +153,7 @@ class _SchemaFile(BaseModel):
 
     columns: dict[str, ColumnSpec]
     missing_values: list[str] | None = None
+    constraints: list[dict[str, Any]] | None = None
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -170,10 +171,13 @@ class Schema:
         specs: dict[str, ColumnSpec],
         missing_values: tuple[str, ...] = MISSING_TOKENS,
         source: str = "schema",
+        constraints: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self._specs = dict(specs)
         self.missing_values = missing_values
         self.source = source
+        self.constraints = constraints
+        """Public structural constraints (see :mod:`safeshare.synth.constraints`)."""
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
@@ -199,7 +203,7 @@ class Schema:
         missing = (
             tuple(parsed.missing_values) if parsed.missing_values is not None else MISSING_TOKENS
         )
-        return cls(parsed.columns, missing, source)
+        return cls(parsed.columns, missing, source, tuple(parsed.constraints or ()))
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from safeshare.dp.events import (
     GaussianEvent,
     PrivacyEvent,
     ThresholdedGaussianEvent,
+    ZCDPEvent,
 )
 from safeshare.dp.ledger import Ledger, LedgerStatus, default_ledger_path
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
@@ -29,6 +30,7 @@ __all__ = [
     "Randomness",
     "Target",
     "ThresholdedGaussianEvent",
+    "ZCDPEvent",
     "default_ledger_path",
     "epsilon_from_rho",
     "plan_discovery",

@@ -78,6 +78,11 @@ class DiscoveryPlan:
     max_categories: int = MAX_CATEGORIES
 
     @property
+    def delta(self) -> float:
+        """The additive delta the thresholds spend (0 without categorical targets)."""
+        return math.fsum(e.delta for e in self.events)
+
+    @property
     def events(self) -> list[PrivacyEvent]:
         events: list[PrivacyEvent] = []
         for target in self.targets:

@@ -145,6 +145,43 @@ class ExponentialEvent:
 
 
 @dataclass(frozen=True)
+class ZCDPEvent:
+    """A zCDP budget ``rho`` spent by an adaptive mechanism whose steps are chosen as it runs.
+
+    Adaptive algorithms such as AIM decide each round's noise from earlier noisy
+    results but never exceed a total fixed in advance (a privacy filter), so the
+    total is the cost to declare before the data is read.
+    """
+
+    rho_budget: float
+    label: str = "zcdp"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.rho_budget) and self.rho_budget > 0):
+            raise BudgetError(f"{self.label}: rho must be positive, got {self.rho_budget}")
+
+    @property
+    def rho(self) -> float:
+        return self.rho_budget
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    @property
+    def mechanism(self) -> str:
+        return "adaptive zCDP mechanism"
+
+    def to_dp_accounting(self) -> Any:
+        from dp_accounting import dp_event
+
+        return dp_event.ZCDpEvent(self.rho_budget)
+
+    def describe(self) -> dict[str, Any]:
+        return {"rho": self.rho_budget}
+
+
+@dataclass(frozen=True)
 class ComposedEvent:
     """Several events run one after another (costs add in zCDP)."""
 

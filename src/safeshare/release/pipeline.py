@@ -43,7 +43,6 @@ from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, epsilon_from_rho
 from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Target, plan_discovery
-from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.ledger import Ledger, LedgerStatus
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
@@ -51,9 +50,10 @@ from safeshare.evaluate import evaluate_release, train_holdout_split
 from safeshare.release.output import check_output, write_release
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
+from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
 
-METHODS = ("mst",)
+METHODS = ("mst", "aim")
 DOMAIN_SHARE = 0.1  # share of rho spent discovering domains, when the schema leaves some open
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
 
@@ -78,6 +78,9 @@ def release(
     schema: Schema | str | Path | None = None,
     holdout_fraction: float = 0.2,
     rows: int | None = None,
+    workload: str | Path | None = None,
+    max_model_size: float = 80.0,
+    time_limit: float | None = None,
     seed: int | None = None,
     unsafe_infer: bool = False,
     ledger: Ledger | str | Path | None = None,
@@ -114,14 +117,30 @@ def release(
     train_frame = frame.iloc[train_rows].reset_index(drop=True)
     holdout_frame = frame.iloc[holdout_rows].reset_index(drop=True)
 
-    discovery, synthesizer, delta_reserved = _plan(budget, modelled, seed, report)
-    events: list[PrivacyEvent] = [
-        *discovery.events,
-        *synthesizer.privacy_events([d.name for d in modelled]),
-    ]
-    accountant = Accountant(events)
-    epsilon_spent = accountant.check_within(budget)
-    _check_useful(synthesizer, len(modelled), len(train_frame), budget, delta_reserved)
+    constraints = list(schema.constraints) if schema is not None else []
+    if constraints and method != "aim":
+        raise InputError(
+            f"the schema declares {len(constraints)} constraint(s); --method {method} cannot honour "
+            "them: use --method aim, or remove them from the schema"
+        )
+    discovery, rho = _plan_discovery(budget, modelled)
+    synthesizer = _synthesizer(
+        method,
+        rho,
+        seed,
+        _subrange(report, 0.2, 0.8),
+        workload=workload,
+        max_model_size=max_model_size,
+        time_limit=time_limit,
+        constraints=constraints,
+    )
+    planned = Accountant(
+        [*discovery.events, *synthesizer.privacy_events([d.name for d in modelled])]
+    )
+    planned.check_within(budget)
+    if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
+        synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
+    _check_useful(synthesizer, len(modelled), len(train_frame), budget, discovery.delta)
 
     ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     status = ledger.spend(
@@ -137,6 +156,8 @@ def release(
     synthesizer.fit(train)
     synthetic = synthesizer.sample(rows)
     released = synthetic.decode(rng)
+    accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
+    epsilon_spent = accountant.check_within(budget)
 
     report("evaluating", 0.8)
     utility, risk = evaluate_release(synthetic, train, holdout, rng)
@@ -158,8 +179,8 @@ def release(
         utility=utility,
         risk=risk,
         ledger=_ledger_summary(ledger, status),
-        notes=notes,
-        model={"tree_edges": [list(e) for e in synthesizer.edges_]},
+        notes=notes + synthesizer.describe().get("notes", []),
+        model=synthesizer.describe(),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         version=__version__,
     )
@@ -189,18 +210,40 @@ def _read(
     return frame, fingerprint_file(path), dataset_name or path.name
 
 
-def _plan(
-    budget: PrivacyBudget, modelled: list[ColumnDecision], seed: int | None, report: Progress
-) -> tuple[DiscoveryPlan, MST, float]:
-    """Split the budget between domain discovery and the synthesizer, before reading values."""
+def _plan_discovery(
+    budget: PrivacyBudget, modelled: list[ColumnDecision]
+) -> tuple[DiscoveryPlan, float]:
+    """Domain discovery's plan and the rho left for the synthesizer, before reading values."""
     targets = [_target(d) for d in modelled if d.source is Source.DP]
     categorical = any(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
     delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
     rho = budget.rho(delta_reserved)
     rho_domain = DOMAIN_SHARE * rho if targets else 0.0
-    discovery = plan_discovery(targets, rho_domain, delta_reserved)
-    synthesizer = MST(rho=rho - rho_domain, rng=seed, progress=_subrange(report, 0.2, 0.8))
-    return discovery, synthesizer, delta_reserved
+    return plan_discovery(targets, rho_domain, delta_reserved), rho - rho_domain
+
+
+def _synthesizer(
+    method: str,
+    rho: float,
+    seed: int | None,
+    progress: Progress,
+    *,
+    workload: str | Path | None,
+    max_model_size: float,
+    time_limit: float | None,
+    constraints: list[dict[str, Any]],
+) -> MST | AIM:
+    if method == "aim":
+        return AIM(
+            rho=rho,
+            workload=workload,
+            max_model_size=max_model_size,
+            time_limit=time_limit,
+            constraints=constraints,
+            rng=seed,
+            progress=progress,
+        )
+    return MST(rho=rho, rng=seed, progress=progress)
 
 
 def _target(decision: ColumnDecision) -> Target:
@@ -219,10 +262,14 @@ def _target(decision: ColumnDecision) -> Target:
 
 
 def _check_useful(
-    synthesizer: MST, n_columns: int, n_rows: int, budget: PrivacyBudget, delta_reserved: float
+    synthesizer: MST | AIM,
+    n_columns: int,
+    n_rows: int,
+    budget: PrivacyBudget,
+    delta_reserved: float,
 ) -> None:
     """Refuse a budget whose noise would drown every count of this table."""
-    sigma = synthesizer.noise_scales(n_columns)[0]
+    sigma = synthesizer.one_way_sigma(n_columns)
     if 3 * sigma < n_rows:
         return
     wanted_rho = synthesizer.total_rho() * (sigma / (n_rows / 20)) ** 2 / (1 - DOMAIN_SHARE)

@@ -8,18 +8,41 @@ and is free (post-processing).  Learned state ends in ``_``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol, Self, runtime_checkable
 
 from safeshare.data.domain import Domain
 from safeshare.data.table import Table
+from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.events import PrivacyEvent
-from safeshare.errors import NotFittedError, RefitError
+from safeshare.errors import BudgetError, NotFittedError, RefitError
+
+
+def budget_rho(epsilon: float | None, delta: float, rho: float | None) -> float:
+    """A synthesizer's zCDP budget: ``rho`` if given (a share of a larger budget), else (epsilon, delta).
+
+    >>> round(budget_rho(1.0, 1e-9, None), 5), budget_rho(None, 1e-9, 0.25)
+    (0.01497, 0.25)
+    """
+    if rho is not None:
+        if not (math.isfinite(rho) and rho > 0):
+            raise BudgetError(f"rho must be a positive number, got {rho!r}")
+        return float(rho)
+    if epsilon is None:
+        raise BudgetError("give the synthesizer a budget: epsilon (with delta) or rho")
+    return PrivacyBudget(epsilon, delta).rho()
 
 
 @runtime_checkable
 class Synthesizer(Protocol):
-    def privacy_events(self, columns: Domain | Sequence[str]) -> list[PrivacyEvent]: ...
+    def privacy_events(self, columns: Domain | Sequence[str]) -> list[PrivacyEvent]:
+        """The cost of fitting, stated before any data is read."""
+        ...
+
+    def privacy_spent(self) -> list[PrivacyEvent]:
+        """What fitting spent, step by step (for the card)."""
+        ...
 
     def fit(self, table: Table) -> Self: ...
 

@@ -13,11 +13,13 @@ and it shrinks the 2-way marginals to measure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from safeshare.data.domain import Domain
+from safeshare.data.table import Table
 from safeshare.synth.marginals.estimation import Measurement
 
 _KEEP_SIGMAS = 3.0
@@ -36,10 +38,15 @@ class Compression:
     weights: dict[str, np.ndarray]
 
     @classmethod
-    def from_noisy_counts(cls, noisy: Mapping[str, np.ndarray], sigma: float) -> Compression:
+    def from_noisy_counts(
+        cls, noisy: Mapping[str, np.ndarray], sigma: float, exempt: Collection[str] = ()
+    ) -> Compression:
+        """Fold, per column, the values whose noisy count is below 3 sigma (not in ``exempt``)."""
         forward, folded, weights = {}, {}, {}
         for name, counts in noisy.items():
-            keep = counts >= _KEEP_SIGMAS * sigma
+            keep = (
+                counts >= _KEEP_SIGMAS * sigma if name not in exempt else np.ones(counts.size, bool)
+            )
             mapping = np.full(counts.size, int(keep.sum()), dtype=np.int64)
             mapping[keep] = np.arange(int(keep.sum()))
             forward[name] = mapping
@@ -67,6 +74,17 @@ class Compression:
 
     def apply(self, name: str, codes: np.ndarray) -> np.ndarray:
         return self.forward[name][codes]
+
+    def apply_table(self, table: Table) -> Table:
+        """The table on compressed codes (a plain integer-coded domain)."""
+        domain = Domain.from_sizes({c: self.sizes[c] for c in table.columns})
+        return Table({c: self.apply(c, table.column(c)) for c in table.columns}, domain)
+
+    def invert_table(
+        self, codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Generator
+    ) -> Table:
+        """A table on the original ``domain`` from compressed codes (see :meth:`invert`)."""
+        return Table({c: self.invert(c, codes[c], rng) for c in domain.names}, domain)
 
     def invert(self, name: str, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Original codes; a folded code becomes one of its values, drawn by ``weights``."""

@@ -28,20 +28,19 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
 from safeshare._progress import Progress, no_progress
-from safeshare.data.domain import Column, Domain, Kind
+from safeshare.data.domain import Domain
 from safeshare.data.table import Table
-from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.events import ComposedEvent, ExponentialEvent, GaussianEvent, PrivacyEvent
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
 from safeshare.dp.randomness import Randomness
 from safeshare.engine import CountingEngine, default_engine
-from safeshare.errors import BudgetError, EncodingError
-from safeshare.synth.base import FitOnce
+from safeshare.errors import EncodingError
+from safeshare.synth.base import FitOnce, budget_rho
 from safeshare.synth.compress import Compression
 from safeshare.synth.marginals import GraphicalModel, Measurement, estimate, sample_records
 
@@ -76,13 +75,7 @@ class MST(FitOnce):
     # -- cost, stated before any data is read ---------------------------------------------
 
     def total_rho(self) -> float:
-        if self.rho is not None:
-            if not (math.isfinite(self.rho) and self.rho > 0):
-                raise BudgetError(f"rho must be a positive number, got {self.rho!r}")
-            return float(self.rho)
-        if self.epsilon is None:
-            raise BudgetError("give MST a budget: epsilon (with delta) or rho")
-        return PrivacyBudget(self.epsilon, self.delta).rho()
+        return budget_rho(self.epsilon, self.delta, self.rho)
 
     def noise_scales(self, n_columns: int) -> tuple[float, float, float]:
         """(sigma of 1-way counts, epsilon per tree edge, sigma of 2-way counts)."""
@@ -112,6 +105,19 @@ class MST(FitOnce):
             events.append(GaussianEvent(sigma2, math.sqrt(d - 1), "mst: 2-way marginals"))
         return events
 
+    def one_way_sigma(self, n_columns: int) -> float:
+        """The noise scale of the 1-way counts (how coarse the first measurement is)."""
+        return self.noise_scales(n_columns)[0]
+
+    def describe(self) -> dict[str, Any]:
+        """The fitted structure, for the privacy card (DP: chosen by the mechanism)."""
+        self._check_fitted()
+        return {"tree_edges": [list(e) for e in self.edges_]}
+
+    def privacy_spent(self) -> list[PrivacyEvent]:
+        """MST's steps are fixed in advance: it spends exactly what it declares."""
+        return self.privacy_events(self.domain_ if self.fitted_ else ["_"] * 2)
+
     # -- fit and sample -------------------------------------------------------------------
 
     def fit(self, table: Table) -> Self:
@@ -138,7 +144,7 @@ class MST(FitOnce):
             )
         )
         compression = Compression.from_noisy_counts(noisy, sigma1)
-        small = _compressed_table(table, compression)
+        small = compression.apply_table(table)
         one_way = [compression.measurement(c, noisy[c], sigma1) for c in domain.names]
 
         edges: list[tuple[str, str]] = []
@@ -214,23 +220,6 @@ class MST(FitOnce):
         if rows < 0:
             raise ValueError(f"cannot sample {rows} rows; ask for zero or more")
         rng = self._rand.generator()
-        small = sample_records(self.model_, rows, rng)
-        codes = {c: self.compression_.invert(c, small[c], rng) for c in self.domain_.names}
-        return Table(codes, self.domain_)
-
-
-def _compressed_table(table: Table, compression: Compression) -> Table:
-    sizes = compression.sizes
-    domain = Domain(
-        tuple(
-            Column(
-                name,
-                Kind.CATEGORICAL,
-                categories=tuple(str(i) for i in range(sizes[name])),
-                missing=False,
-                other=False,
-            )
-            for name in table.columns
+        return self.compression_.invert_table(
+            sample_records(self.model_, rows, rng), self.domain_, rng
         )
-    )
-    return Table({c: compression.apply(c, table.column(c)) for c in table.columns}, domain)

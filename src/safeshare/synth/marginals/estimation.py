@@ -53,9 +53,12 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Estimate:
+    """A fitted model, its final loss, the iterations run and the last step size."""
+
     model: GraphicalModel
     loss: float
     iterations: int
+    step: float
 
 
 def estimate_total(measurements: Sequence[Measurement]) -> float:
@@ -76,25 +79,37 @@ def estimate(
     total: float | None = None,
     iterations: int = 1000,
     cliques: Sequence[Sequence[str]] = (),
-    warm_start: GraphicalModel | None = None,
+    zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
+    warm_start: Estimate | None = None,
     tolerance: float = 1e-7,
     progress: Callable[[int, float], None] | None = None,
 ) -> Estimate:
     """Fit a graphical model to the measurements by mirror descent.
 
     ``cliques`` adds attribute sets the model must be able to represent beyond
-    the measured ones.  ``warm_start`` reuses a previous model's potentials where
-    its cliques match.  Stops early when the relative loss change falls below
+    the measured ones.  ``zeros`` are structural zeros: ``(attrs, allowed)`` with
+    a boolean array over ``attrs``; forbidden cells get probability exactly zero.
+    ``warm_start`` reuses a previous fit's potentials (where its cliques fit) and
+    step size.  Stops early when the relative loss change falls below
     ``tolerance`` over 25 iterations.
     """
     if not measurements:
         raise ValueError("estimation needs at least one measurement")
     attrs = list(sizes)
     tree = JunctionTree.build(
-        attrs, sizes, [m.attrs for m in measurements] + [tuple(c) for c in cliques]
+        attrs,
+        sizes,
+        [m.attrs for m in measurements] + [tuple(c) for c in cliques] + [z[0] for z in zeros],
     )
     n = total if total is not None else estimate_total(measurements)
-    model = GraphicalModel(tree, sizes, _initial_potentials(tree, sizes, warm_start), n)
+    potentials = _initial_potentials(tree, sizes, warm_start.model if warm_start else None)
+    for zero_attrs, allowed in zeros:
+        i = tree.clique_containing(zero_attrs)
+        if i is None:  # unreachable: the tree was built to hold them
+            raise ValueError(f"no clique holds the constrained attributes {zero_attrs}")
+        mask = expand_to(np.asarray(allowed, dtype=bool), zero_attrs, tree.cliques[i])
+        potentials[i] = np.where(mask, potentials[i], -np.inf)
+    model = GraphicalModel(tree, sizes, potentials, n)
     placed = [(m, _clique_of(tree, m)) for m in measurements]
 
     def loss_and_gradient(marginals: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
@@ -109,7 +124,11 @@ def estimate(
 
     marginals = model.marginals()
     loss, gradient = loss_and_gradient(marginals)
-    step = 1.0 / (n * max(float(np.max(m.weight)) for m in measurements))
+    step = (
+        warm_start.step
+        if warm_start is not None
+        else 1.0 / (n * max(float(np.max(m.weight)) for m in measurements))
+    )
     history = [loss]
     iteration = 0
     for iteration in range(1, iterations + 1):
@@ -134,7 +153,7 @@ def estimate(
             progress(iteration, loss)
         if len(history) > 25 and history[-26] - loss <= tolerance * max(abs(loss), 1.0):
             break
-    return Estimate(model, loss, iteration)
+    return Estimate(model, loss, iteration, step)
 
 
 def _clique_of(tree: JunctionTree, m: Measurement) -> int:

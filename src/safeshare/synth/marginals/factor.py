@@ -32,3 +32,37 @@ def expand_to(values: np.ndarray, attrs: Sequence[str], target: Sequence[str]) -
         values = np.transpose(values, [list(attrs).index(a) for a in present])
     shape = [values.shape[present.index(a)] if a in attrs else 1 for a in target]
     return values.reshape(shape)
+
+
+def multiply(
+    left: np.ndarray, left_attrs: Sequence[str], right: np.ndarray, right_attrs: Sequence[str]
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The product of two arrays on the union of their axes (left's axes first).
+
+    >>> product, attrs = multiply(np.ones(2), ("a",), np.arange(3.0), ("b",))
+    >>> attrs, product.shape
+    (('a', 'b'), (2, 3))
+    """
+    union = tuple(left_attrs) + tuple(a for a in right_attrs if a not in left_attrs)
+    return expand_to(left, left_attrs, union) * expand_to(right, right_attrs, union), union
+
+
+def contract(
+    operands: Sequence[tuple[np.ndarray, Sequence[str]]], keep: Sequence[str]
+) -> np.ndarray:
+    """Multiply arrays on named axes and sum out every axis not in ``keep`` (einsum).
+
+    >>> a, b = np.arange(6.0).reshape(2, 3), np.ones(3)
+    >>> contract([(a, ("x", "y")), (b, ("y",))], ("x",)).tolist()
+    [3.0, 12.0]
+    """
+    names = list(dict.fromkeys(a for _, attrs in operands for a in attrs))
+    if len(names) > 52:  # einsum's label limit: fall back to pairwise products
+        result, axes = operands[0][0], tuple(operands[0][1])
+        for array, more in operands[1:]:
+            result, axes = multiply(result, axes, array, more)
+        return sum_to(result, axes, tuple(keep))
+    letter = dict(zip(names, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", strict=False))
+    inputs = ",".join("".join(letter[a] for a in attrs) for _, attrs in operands)
+    spec = f"{inputs}->{''.join(letter[a] for a in keep)}"
+    return np.asarray(np.einsum(spec, *(array for array, _ in operands), optimize="greedy"))

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from safeshare.synth.marginals.factor import expand_to, sum_to
+from safeshare.synth.marginals.factor import contract, expand_to, multiply, sum_to
 from safeshare.synth.marginals.junction_tree import JunctionTree
 
 
@@ -59,11 +59,88 @@ class GraphicalModel:
         return self._cache
 
     def project(self, attrs: Sequence[str]) -> np.ndarray:
-        """The marginal over ``attrs``, which must lie inside one clique."""
-        index = self.tree.clique_containing(attrs)
-        if index is None:
-            raise ValueError(f"attributes {list(attrs)} are not inside one clique of the model")
-        return sum_to(self.marginals()[index], self.tree.cliques[index], tuple(attrs))
+        """The marginal (counts) over ``attrs``, in that order; any attributes of the model.
+
+        Inside one clique it is a sum of the clique's marginal; across cliques it is
+        variable elimination over the smallest subtree that covers ``attrs``, from the
+        calibrated marginals (the junction tree's factorization).
+        """
+        wanted = tuple(attrs)
+        unknown = [a for a in wanted if a not in self.sizes]
+        if unknown or len(set(wanted)) != len(wanted):
+            raise ValueError(f"cannot project onto {list(wanted)}: unknown or repeated attributes")
+        index = self.tree.clique_containing(wanted)
+        if index is not None:
+            return sum_to(self.marginals()[index], self.tree.cliques[index], wanted)
+        result: np.ndarray = np.array(1.0)
+        result_attrs: tuple[str, ...] = ()
+        for component in self._components_covering(wanted):
+            part, part_attrs = self._eliminate(component, wanted)
+            result, result_attrs = multiply(result, result_attrs, part / self.total, part_attrs)
+        missing = [a for a in wanted if a not in result_attrs]  # attributes in no clique: uniform
+        for a in missing:
+            result, result_attrs = multiply(
+                result, result_attrs, np.full(self.sizes[a], 1.0 / self.sizes[a]), (a,)
+            )
+        return self.total * sum_to(result, result_attrs, wanted)
+
+    def _components_covering(self, attrs: tuple[str, ...]) -> list[set[int]]:
+        """Per connected tree, the smallest subtree whose cliques hold the wanted attributes."""
+        tree = self.tree
+        needed: set[int] = set()
+        for a in attrs:
+            holders = [i for i, c in enumerate(tree.cliques) if a in c]
+            if holders:
+                needed.add(min(holders, key=lambda i: len(tree.cliques[i])))
+        components: list[set[int]] = []
+        for start in sorted(needed):
+            if any(start in c for c in components):
+                continue
+            reach, frontier = {start}, [start]
+            while frontier:
+                node = frontier.pop()
+                for n in tree.neighbors(node):
+                    if n not in reach:
+                        reach.add(n)
+                        frontier.append(n)
+            keep = set(reach)
+            pruned = True
+            while pruned:  # drop leaves that hold no wanted attribute
+                pruned = False
+                for node in list(keep):
+                    degree = sum(n in keep for n in tree.neighbors(node))
+                    if node not in needed and degree <= 1 and len(keep) > 1:
+                        keep.discard(node)
+                        pruned = True
+            components.append(keep)
+        return components
+
+    def _eliminate(
+        self, nodes: set[int], wanted: tuple[str, ...]
+    ) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Counts over the wanted attributes held by ``nodes`` (a subtree), summing out the rest."""
+        marginals, cliques = self.marginals(), self.tree.cliques
+        root = min(nodes)
+
+        def collect(node: int, parent: int) -> tuple[np.ndarray, tuple[str, ...]]:
+            # the clique's marginal (given its separator: mu_C / mu_S) times its children's
+            # messages, contracted in one einsum onto the separator and the wanted attributes
+            operands: list[tuple[np.ndarray, tuple[str, ...]]] = [(marginals[node], cliques[node])]
+            separator: tuple[str, ...] = ()
+            if parent >= 0:
+                separator = self.tree.separator(node, parent)
+                mu_s = sum_to(marginals[node], cliques[node], separator)
+                inverse = np.divide(1.0, mu_s, out=np.zeros_like(mu_s), where=mu_s > 0)
+                operands.append((inverse, separator))
+            for child in self.tree.neighbors(node):
+                if child in nodes and child != parent:
+                    operands.append(collect(child, node))
+            present = {a for _, attrs in operands for a in attrs}
+            keep = tuple(a for a in (*separator, *wanted) if a in present)
+            keep = tuple(dict.fromkeys(keep))
+            return contract(operands, keep), keep
+
+        return collect(root, -1)
 
     def _calibrate(self) -> list[np.ndarray]:
         cliques = self.tree.cliques
