@@ -13,6 +13,7 @@ import typer
 from safeshare.cli._output import error
 from safeshare.cli.demo import demo
 from safeshare.cli.ledger import ledger_app
+from safeshare.cli.pac import pac_command
 from safeshare.cli.release import release_command
 from safeshare.errors import SafeshareError
 
@@ -29,6 +30,7 @@ app.command(
     help="Release DP synthetic data (the release pipeline with a synthesizer: --method mst or aim).",
 )(release_command)
 app.command("demo")(demo)
+app.command("pac")(pac_command)
 app.add_typer(ledger_app, name="ledger")
 
 

@@ -1,0 +1,182 @@
+"""``safeshare pac``: release a black-box function of a table with calibrated PAC noise."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.errors import InputError
+
+
+def pac_command(
+    data: Path = typer.Option(
+        ..., "--data", help="The sensitive table: a CSV/TSV or Parquet file."
+    ),
+    function: str = typer.Option(
+        ...,
+        "--function",
+        help="The black box, 'module:function' or 'path/file.py:function': takes a pandas "
+        "DataFrame, returns a number, an array or a mapping of names to numbers.",
+    ),
+    mi: float = typer.Option(
+        ..., "--mi", help="Mutual-information budget in nats (0.0625 caps membership at 67.5%)."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Directory to write output.json, card.json, report.html."
+    ),
+    samples: int = typer.Option(1000, help="Most black-box runs for the calibration."),
+    sampler: str | None = typer.Option(
+        None,
+        help="'module:function' drawing a dataset from the assumed distribution "
+        "(generator -> DataFrame); default: random halves of the records (membership).",
+    ),
+    confidence: float = typer.Option(0.95, help="Confidence of the bound over the estimate."),
+    workers: int = typer.Option(1, help="Worker processes for the black-box runs."),
+    attack: bool = typer.Option(
+        False, "--attack", help="Also run a membership attack on the noisy output (card only)."
+    ),
+    allow_swamped: bool = typer.Option(
+        False, "--allow-swamped", help="Release even when the noise swamps the output."
+    ),
+    seed: int | None = typer.Option(
+        None, help="Reproducible run. NOT private against anyone who knows the seed."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Calibrate PAC noise for a function of a table and release its noisy output."""
+    from safeshare import __version__
+    from safeshare.data.readers import fingerprint_file, read_frame
+    from safeshare.pac import calibrate
+    from safeshare.pac.attack import membership_attack
+    from safeshare.release.output import check_output, write_release
+    from safeshare.report.pac import build_pac_card, render_pac_report
+
+    check_output(out, force)
+    frame = numeric_columns(read_frame(data))
+    mechanism = load_function(function, "--function")
+    user_sampler = load_function(sampler, "--sampler") if sampler else None
+    with progress_bar(quiet) as progress:
+        release = calibrate(
+            mechanism,
+            frame,
+            mi_budget=mi,
+            sampler=user_sampler,
+            samples=samples,
+            confidence=confidence,
+            workers=workers,
+            rng=seed,
+            progress=progress,
+        )
+        output = release.apply(allow_swamped=allow_swamped)
+        result = None
+        if attack:
+            progress("membership attack", 0.0)
+            result = membership_attack(release, frame, rng=seed)
+    card = build_pac_card(
+        release,
+        output,
+        name=data.name,
+        fingerprint=fingerprint_file(data),
+        function=function,
+        columns={c: "numeric" if frame[c].dtype.kind in "iuf" else "text" for c in frame.columns},
+        rows_in=len(frame),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        version=__version__,
+        attack=result,
+    )
+    document = json.dumps(card["output"], indent=2, allow_nan=False) + "\n"
+    files: dict[str, Any] = {
+        "output.json": document,
+        "card.json": card,
+        "report.html": render_pac_report(card, release, output),
+    }
+    write_release(out, files, force=force)
+    if not quiet:
+        _summary(card, str(out), release.swamped)
+
+
+def numeric_columns(frame: Any) -> Any:
+    """Columns whose every present value is a number become numbers; the rest stay text."""
+    import pandas as pd
+
+    converted = frame.copy()
+    for name in frame.columns:
+        values = pd.to_numeric(frame[name], errors="coerce")
+        if values.notna().sum() == frame[name].notna().sum():
+            converted[name] = values.astype(float)
+    return converted
+
+
+def load_function(spec: str, option: str) -> Callable[..., Any]:
+    """``module:function`` (importable, or from the current directory) or ``file.py:function``."""
+    module_name, _, attribute = spec.rpartition(":")
+    if not module_name or not attribute:
+        raise InputError(
+            f"{option} {spec!r} must look like 'module:function' or 'file.py:function'"
+        )
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            if not path.is_file():
+                raise InputError(f"{option}: file {module_name!r} does not exist; check the path")
+            loader = importlib.util.spec_from_file_location(path.stem, path)
+            if loader is None or loader.loader is None:
+                raise InputError(f"{option}: cannot load {module_name!r} as Python")
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+        else:
+            if "" not in sys.path and str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise InputError(
+            f"{option}: cannot import {module_name!r} ({type(err).__name__}: {err}); check the "
+            "module name and that it is on PYTHONPATH or in the current directory"
+        ) from None
+    found = getattr(module, attribute, None)
+    if not callable(found):
+        raise InputError(f"{option}: {module_name!r} has no function {attribute!r}")
+    return found
+
+
+def _summary(card: dict[str, Any], out: str, swamped: bool) -> None:
+    from rich.table import Table as RichTable
+
+    pac = card["pac"]
+    bound = pac["bound"]
+    table = RichTable(show_header=False, box=None, pad_edge=False)
+    table.add_row("written", f"{out}/output.json, card.json, report.html")
+    table.add_row(
+        "guarantee",
+        f"MI <= {bound['mi']:.4g} nats: posterior success <= {bound['posterior_success']:.2%} "
+        f"(prior {bound['prior']:.0%}); DP-equivalent epsilon {bound['dp_equivalent_epsilon']:.4g}",
+    )
+    table.add_row("covers", f"secret = {pac['secret']}; not the worst case")
+    table.add_row(
+        "noise",
+        f"{pac['noise']['kind']}, power {pac['noise']['power']:.4g}, "
+        + ("secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]"),
+    )
+    calibration = pac["calibration"]
+    table.add_row(
+        "calibration",
+        f"{calibration['black_box_runs']} runs, safety margin "
+        f"{calibration['safety_margin']:.0%}"
+        + ("" if calibration["converged"] else " (not converged)"),
+    )
+    attack = card["metrics"].get("membership_attack")
+    if attack:
+        table.add_row("attack", attack["reading"])
+    stdout.print(table)
+    if swamped:
+        console.print("[yellow]warning:[/] the noise swamps the output (--allow-swamped)")
