@@ -40,13 +40,32 @@ def _svg(figure: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg") :], flags=re.DOTALL)
 
 
+_STEP_GROUPS = (
+    (re.compile(r"^domain of "), "domain discovery"),
+    (re.compile(r"^(\w+): round \d+ select"), r"\1: rounds, selection"),
+    (re.compile(r"^(\w+): round \d+ measure"), r"\1: rounds, measurement"),
+)
+
+
+def _step_group(step: str) -> str:
+    """Steps repeated per column or per round share one bar."""
+    for pattern, group in _STEP_GROUPS:
+        match = pattern.match(step)
+        if match:
+            return match.expand(group)
+    return step
+
+
 def budget_chart(items: Sequence[dict[str, Any]]) -> str:
-    """Horizontal bars: each step's share of epsilon (domain steps grouped)."""
+    """Horizontal bars: each step's share of epsilon (per-column and per-round steps grouped).
+
+    >>> "<svg" in budget_chart([{"step": "aim: round 1 select", "epsilon_share": 0.1},
+    ...                         {"step": "aim: round 2 select", "epsilon_share": 0.1}])
+    True
+    """
     shares: dict[str, float] = {}
     for item in items:
-        step = (
-            "domain discovery" if str(item["step"]).startswith("domain of") else str(item["step"])
-        )
+        step = _step_group(str(item["step"]))
         shares[step] = shares.get(step, 0.0) + float(item["epsilon_share"])
     figure = _figure(6.5, 0.45 * len(shares) + 0.8)
     axes = figure.add_subplot()
