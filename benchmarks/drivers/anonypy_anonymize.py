@@ -18,12 +18,20 @@ import anonypy
 from _anon import SENSITIVE, quasi_identifiers, read_adult, report
 
 
+def _text(value: object) -> str:
+    """anonypy releases each generalized value as a one-element list."""
+    return str(value[0]) if isinstance(value, list) else str(value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=None, help="the first rows only (to try it)")
     args = parser.parse_args()
     frame = read_adult(args.folder)
+    if args.rows:
+        frame = frame.head(args.rows)
     qis = quasi_identifiers(frame)
     frame["age"] = frame["age"].astype(int)
     for column in [*qis, SENSITIVE]:
@@ -38,11 +46,12 @@ def main() -> None:
     classes: dict[tuple, int] = {}
     for row in rows:
         count = int(row["count"])
-        key = tuple(str(row[c]) for c in qis)
+        values = {c: _text(row[c]) for c in qis}
+        key = tuple(values[c] for c in qis)
         classes[key] = classes.get(key, 0) + count
         records += count
         for column in qis:
-            value = str(row[column])
+            value = values[column]
             if column == "age":
                 low, _, high = value.partition("-")
                 width = (float(high) - float(low)) if high else 0.0

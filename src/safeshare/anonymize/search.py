@@ -298,9 +298,10 @@ class Evaluator:
         base = NodeClasses(
             (0,) * len(problem.hierarchies),
             Classes(problem.weights, problem.sensitive),
-            np.ascontiguousarray(np.stack(problem.codes, axis=1), dtype=np.int64)
+            # int32 codes: a node's key gathers half the bytes of int64 ones
+            np.ascontiguousarray(np.stack(problem.codes, axis=1), dtype=np.int32)
             if problem.codes
-            else np.zeros((len(problem.weights), 0), dtype=np.int64),
+            else np.zeros((len(problem.weights), 0), dtype=np.int32),
         )
         self.base = base
         self.cache: dict[tuple[int, ...], NodeClasses] = {}
@@ -356,7 +357,9 @@ class Evaluator:
         sizes_at = [p.level_sizes[c][level] for c, level in enumerate(node)]
         space = math.prod(sizes_at)
         if space < _KEY_LIMIT:
-            offsets = np.array([p.map_offsets[c][level] for c, level in enumerate(node)])
+            offsets = np.array(
+                [p.map_offsets[c][level] for c, level in enumerate(node)], dtype=np.int32
+            )
             strides = np.ones(len(node), dtype=np.int64)
             for c in range(len(node) - 2, -1, -1):
                 strides[c] = strides[c + 1] * sizes_at[c + 1]
