@@ -148,3 +148,36 @@ def test_adult_optimum_with_one_percent_suppression():
     assert result.suppressed == 207
     assert result.ties == ()
     assert result.checked < 1500
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_local_recoding_satisfies_the_models(case):
+    from safeshare.anonymize.models import KMap
+    from safeshare.anonymize.mondrian import mondrian
+
+    problem, _ = case
+    if any(isinstance(m, KMap) for m in problem.models):
+        return
+    try:
+        recoding = mondrian(problem)
+    except NoSolutionError:
+        return
+    classes = recoding.classes
+    assert classes.sizes.sum() == problem.n
+    for model in problem.models:
+        info = problem.infos.get(getattr(model, "attribute", ""))
+        if model.per_class:
+            assert model.class_ok(classes, info).all()
+        else:
+            assert model.table_ok(classes, np.ones(len(classes), dtype=bool))
+    # every class's levels generalize each of its rows consistently: one label per column
+    for c in range(len(problem.hierarchies)):
+        labels = np.array(
+            [
+                problem.maps[c][recoding.class_levels[g, c]][problem.codes[c][row]]
+                for row, g in enumerate(recoding.row_class)
+            ]
+        )
+        for g in range(len(classes)):
+            assert len(set(labels[recoding.row_class == g].tolist())) == 1
