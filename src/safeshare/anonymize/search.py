@@ -118,32 +118,94 @@ def _relabel(keys: np.ndarray) -> tuple[np.ndarray, int]:
     return inverse.astype(np.int64, copy=False), int(inverse.max()) + 1 if len(keys) else 1
 
 
-class NodeClasses:
-    """The classes of one node: a member's level-0 codes per column, sizes, sensitive counts."""
+class Chunking:
+    """Quasi-identifiers packed into a few *chunks*: one mixed-radix code per group of columns.
 
-    __slots__ = ("_first", "_rep", "_source", "classes", "node")
+    Columns are grouped (in order) while the product of their value counts stays within
+    ``limit``; a row then carries one code per group instead of one per column, and a node's
+    key is one table lookup per group (the table maps a chunk code to the group's part of
+    the key at the node's levels), so a roll-up touches two or three numbers per row, not one
+    per quasi-identifier.
+    """
+
+    def __init__(self, sizes: Sequence[int], limit: int = 4096) -> None:
+        self.groups: list[list[int]] = []
+        product = limit + 1
+        for c, size in enumerate(sizes):
+            if product * size > limit:
+                self.groups.append([])
+                product = 1
+            self.groups[-1].append(c)
+            product *= size
+        self.group_of = [0] * len(sizes)
+        self.decode_tables: list[np.ndarray] = [np.zeros(0, dtype=np.int32)] * len(sizes)
+        self.sizes: list[int] = []
+        for g, columns in enumerate(self.groups):
+            total = math.prod(sizes[c] for c in columns)
+            self.sizes.append(total)
+            values = np.arange(total, dtype=np.int64)
+            for c in reversed(columns):
+                self.group_of[c] = g
+                self.decode_tables[c] = (values % sizes[c]).astype(np.int32)
+                values //= sizes[c]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int32)
+        self.column_sizes = list(sizes)
+
+    def encode(self, codes: Sequence[np.ndarray]) -> np.ndarray:
+        """Rows of level-0 codes (one array per column) as rows of chunk codes."""
+        n = len(codes[0]) if len(codes) else 0
+        out = np.zeros((n, len(self.groups)), dtype=np.int32)
+        for g, columns in enumerate(self.groups):
+            value = np.zeros(n, dtype=np.int64)
+            for c in columns:
+                value = value * self.column_sizes[c] + codes[c]
+            out[:, g] = value
+        return out
+
+    def decode(self, chunks: np.ndarray) -> np.ndarray:
+        """Rows of chunk codes back to rows of level-0 codes (one column per column)."""
+        out = np.empty((len(chunks), len(self.group_of)), dtype=np.int32)
+        for c, g in enumerate(self.group_of):
+            out[:, c] = self.decode_tables[c][chunks[:, g]]
+        return out
+
+
+class NodeClasses:
+    """The classes of one node: one record's codes per class, sizes, sensitive counts."""
+
+    __slots__ = ("_chunking", "_chunks", "_first", "_rep", "_source", "classes", "node")
 
     def __init__(
         self,
         node: tuple[int, ...],
         classes: Classes,
-        rep: np.ndarray | None = None,
+        chunking: Chunking,
+        chunks: np.ndarray | None = None,
         source: np.ndarray | None = None,
         first: np.ndarray | None = None,
     ) -> None:
         self.node = node
         self.classes = classes
-        self._rep = rep
+        self._chunking = chunking
+        self._chunks = chunks
         self._source = source
         self._first = first
+        self._rep: np.ndarray | None = None
+
+    @property
+    def chunks(self) -> np.ndarray:
+        """The chunk codes (see :class:`Chunking`) of one record of each class."""
+        if self._chunks is None:
+            assert self._source is not None and self._first is not None
+            self._chunks = self._source[self._first]
+            self._source = self._first = None
+        return self._chunks
 
     @property
     def rep(self) -> np.ndarray:
         """The level-0 codes (one column per quasi-identifier) of one record of each class."""
         if self._rep is None:
-            assert self._source is not None and self._first is not None
-            self._rep = self._source[self._first]
-            self._source = self._first = None
+            self._rep = self._chunking.decode(self.chunks)
         return self._rep
 
     def __len__(self) -> int:
@@ -200,23 +262,42 @@ class Problem:
         self.lattice = Lattice(self.hi or heights, self.lo)
         self.maps = [[m.astype(np.int64) for m in h.maps] for h in self.hierarchies]
         self.level_sizes = [h.sizes() for h in self.hierarchies]
-        # every (column, level) map in one array: codes of a node in one gather
-        self.flat_maps = np.concatenate(
-            [m for maps in self.maps for m in maps] or [np.zeros(0, dtype=np.int64)]
-        )
-        self.flat_floats = self.flat_maps.astype(np.float64)
-        self.map_offsets: list[list[int]] = []
-        offset = 0
-        for maps in self.maps:
-            self.map_offsets.append([])
-            for m in maps:
-                self.map_offsets[-1].append(offset)
-                offset += len(m)
+        self.chunking = Chunking([len(h.values) for h in self.hierarchies])
+        # per column and level, the level's code of each chunk code (the table of a node is
+        # built from these, per group, and kept per group and levels)
+        self.chunk_maps = [
+            [m[self.chunking.decode_tables[c]] for m in maps] for c, maps in enumerate(self.maps)
+        ]
+        self._tables: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
         counts = [
             np.bincount(c, weights=self.weights, minlength=len(h.values))
             for c, h in zip(self.codes, self.hierarchies, strict=True)
         ]
         self.quality = QualityContext(self.hierarchies, counts)
+
+    def key_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+        """A node's lookup table over chunk codes, the strides of the groups, and its key space.
+
+        A row's key is ``sum_g table[offset_g + chunk_g] * stride_g``: the dense mixed-radix
+        code of its labels at the node's levels.
+        """
+        parts, spaces = [], []
+        for g, columns in enumerate(self.chunking.groups):
+            levels = tuple(node[c] for c in columns)
+            cached = self._tables.get((g, levels))
+            space = math.prod(self.level_sizes[c][node[c]] for c in columns)
+            if cached is None:
+                table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
+                for c in columns:
+                    table *= self.level_sizes[c][node[c]]
+                    table += self.chunk_maps[c][node[c]]
+                self._tables[(g, levels)] = cached = table
+            parts.append(cached)
+            spaces.append(space)
+        strides = np.ones(len(spaces), dtype=np.float64)
+        for g in range(len(spaces) - 2, -1, -1):
+            strides[g] = strides[g + 1] * spaces[g + 1]
+        return np.concatenate(parts) if parts else np.zeros(0), strides, math.prod(spaces)
 
     @classmethod
     def build(
@@ -291,6 +372,10 @@ class Evaluator:
         self.monotone_models = [m for m in problem.models if m.monotone(suppression)]
         self.other_models = [m for m in problem.models if not m.monotone(suppression)]
         self.fully_monotone = not self.other_models
+        self._monotone_per_class = [m for m in self.monotone_models if m.per_class]
+        self._other_per_class = [m for m in self.other_models if m.per_class]
+        self._monotone_table = [m for m in self.monotone_models if not m.per_class]
+        self._all_table = [m for m in problem.models if not m.per_class]
         # whether kept classes stay kept when merged (so suppression shrinks going up)
         self.suppression_monotone = all(
             m.monotone(True) for m in self.monotone_models if m.per_class
@@ -298,43 +383,38 @@ class Evaluator:
         base = NodeClasses(
             (0,) * len(problem.hierarchies),
             Classes(problem.weights, problem.sensitive),
-            # int32 codes: a node's key gathers half the bytes of int64 ones
-            np.ascontiguousarray(np.stack(problem.codes, axis=1), dtype=np.int32)
-            if problem.codes
-            else np.zeros((len(problem.weights), 0), dtype=np.int32),
+            problem.chunking,
+            chunks=problem.chunking.encode(problem.codes),
         )
         self.base = base
         self.cache: dict[tuple[int, ...], NodeClasses] = {}
         self._cached: list[NodeClasses] = []
-        self._levels = np.zeros((64, len(problem.hierarchies)), dtype=np.int64)
-        self._rows = np.zeros(64, dtype=np.int64)
+        # per node, the smallest cached node below it (-1: none; then the base)
+        shape = problem.lattice.shape
+        self._best_rows = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
+        self._best_id = np.full(shape, -1, dtype=np.int64)
         self.cached_rows = 0
         self.checked = 0
 
     def _source(self, node: tuple[int, ...]) -> NodeClasses:
-        count = len(self._cached)
-        if not count:
-            return self.base
-        below = (self._levels[:count] <= np.asarray(node)).all(axis=1)
-        if not below.any():
-            return self.base
-        rows = np.where(below, self._rows[:count], np.iinfo(np.int64).max)
-        return self._cached[int(rows.argmin())]
+        best = int(self._best_id[self.problem.lattice.cell(node)])
+        return self.base if best < 0 else self._cached[best]
 
     def _remember(self, groups: NodeClasses) -> None:
-        count = len(self._cached)
-        if count == len(self._rows):
-            self._levels = np.concatenate([self._levels, np.zeros_like(self._levels)])
-            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
-        self._levels[count] = groups.node
-        self._rows[count] = len(groups)
+        number = len(self._cached)
         self._cached.append(groups)
         self.cache[groups.node] = groups
         self.cached_rows += len(groups)
+        cone = self.problem.lattice.above(groups.node)
+        rows, ids = self._best_rows[cone], self._best_id[cone]
+        better = rows > len(groups)
+        rows[better] = len(groups)
+        ids[better] = number
         if self.cached_rows > _CACHE_ROWS:  # keep the smaller half
-            keep = sorted(self._cached, key=len)[: max(1, count // 2)]
+            keep = sorted(self._cached, key=len)[: max(1, number // 2)]
             self._cached, self.cache, self.cached_rows = [], {}, 0
-            self._rows[:] = 0
+            self._best_rows.fill(np.iinfo(np.int64).max)
+            self._best_id.fill(-1)
             for old in keep:
                 self._remember(old)
 
@@ -345,7 +425,8 @@ class Evaluator:
             return cached
         source = self._source(node)
         if source is self.base:
-            hub = tuple(min(level, 1) for level in node)
+            lo = self.problem.lattice.lo
+            hub = tuple(max(min(level, 1), low) for level, low in zip(node, lo, strict=True))
             if hub not in (node, source.node):
                 source = self.classes(hub)
         return self._roll_up(node, source)
@@ -353,24 +434,15 @@ class Evaluator:
     def _roll_up(self, node: tuple[int, ...], source: NodeClasses) -> NodeClasses:
         p = self.problem
         rows = len(source)
-        rep = source.rep
-        sizes_at = [p.level_sizes[c][level] for c, level in enumerate(node)]
-        space = math.prod(sizes_at)
-        if space < _KEY_LIMIT:
-            offsets = np.array(
-                [p.map_offsets[c][level] for c, level in enumerate(node)], dtype=np.int32
-            )
-            strides = np.ones(len(node), dtype=np.int64)
-            for c in range(len(node) - 2, -1, -1):
-                strides[c] = strides[c + 1] * sizes_at[c + 1]
-            if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
-                key = (p.flat_floats[rep + offsets] @ strides.astype(np.float64)).astype(np.int64)
-            else:
-                key = p.flat_maps[rep + offsets] @ strides
+        chunks = source.chunks
+        table, strides, space = p.key_table(node)
+        if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
+            key = (table[chunks + p.chunking.offsets] @ strides).astype(np.int64)
         else:
+            rep = source.rep
             key, space = np.zeros(rows, dtype=np.int64), 1
             for c, level in enumerate(node):
-                size = sizes_at[c]
+                size = p.level_sizes[c][level]
                 if space * size >= _KEY_LIMIT:
                     key, space = _relabel(key)
                 key = key * size + p.maps[c][level][rep[:, c]]
@@ -383,10 +455,13 @@ class Evaluator:
         )
         sizes = sums[0].astype(np.int64)
         sensitive = {a: sums[i + 1].astype(np.int64) for i, a in enumerate(names)}
-        result = NodeClasses(node, Classes(sizes, sensitive), source=rep, first=first)
+        result = NodeClasses(
+            node, Classes(sizes, sensitive), p.chunking, source=chunks, first=first
+        )
         if p.population is not None:
+            population = self._population(node, result.rep)
             result = NodeClasses(
-                node, Classes(sizes, sensitive, self._population(node, result.rep)), result.rep
+                node, Classes(sizes, sensitive, population), p.chunking, chunks=result.chunks
             )
         self.checked += 1
         if len(sizes) <= rows * _CACHE_SHARE or source is self.base:
@@ -415,27 +490,30 @@ class Evaluator:
         p = self.problem
         groups = self.classes(node)
         classes = groups.classes
-        kept_monotone = np.ones(len(classes), dtype=bool)
-        for model in self.monotone_models:
-            if model.per_class:
-                kept_monotone &= model.class_ok(
-                    classes, p.infos.get(getattr(model, "attribute", ""))
-                )
-        kept = kept_monotone.copy()
-        for model in self.other_models:
-            if model.per_class:
-                kept &= model.class_ok(classes, p.infos.get(getattr(model, "attribute", "")))
-        suppressed_monotone = int(classes.sizes[~kept_monotone].sum())
-        suppressed = int(classes.sizes[~kept].sum())
-        table_monotone = all(
-            m.table_ok(classes, kept_monotone) for m in self.monotone_models if not m.per_class
+        kept_monotone = self._kept(self._monotone_per_class, classes)
+        kept = kept_monotone
+        if self._other_per_class:
+            kept = kept_monotone & self._kept(self._other_per_class, classes)
+        sizes = classes.sizes
+        total = int(sizes.sum())
+        suppressed_monotone = total - int(sizes[kept_monotone].sum())
+        suppressed = (
+            suppressed_monotone if kept is kept_monotone else total - int(sizes[kept].sum())
         )
-        table_all = all(m.table_ok(classes, kept) for m in p.models if not m.per_class)
+        table_monotone = all(m.table_ok(classes, kept_monotone) for m in self._monotone_table)
+        table_all = all(m.table_ok(classes, kept) for m in self._all_table)
         feasible_monotone = suppressed_monotone <= p.max_suppressed and table_monotone
         feasible = suppressed <= p.max_suppressed and table_all
         return Assessment(
             node, groups, kept, suppressed, suppressed_monotone, feasible, feasible_monotone
         )
+
+    def _kept(self, models: list[PrivacyModel], classes: Classes) -> np.ndarray:
+        kept: np.ndarray | None = None
+        for model in models:
+            ok = model.class_ok(classes, self.problem.infos.get(getattr(model, "attribute", "")))
+            kept = ok if kept is None else kept & ok
+        return kept if kept is not None else np.ones(len(classes), dtype=bool)
 
     def score(self, assessment: Assessment, metric: str) -> float:
         """The overall value of ``metric`` at an assessed node."""
@@ -483,6 +561,9 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
     floor = at_least.reshape(lattice.shape)
     uses_floor = metric == "precision" and evaluator.suppression_monotone
     successors = lattice.successor_table()
+    # each node's successors, lowest bound first (-1s last): the path steps
+    ranked = np.where(successors >= 0, bounds[np.maximum(successors, 0)], np.inf)
+    upward = np.take_along_axis(successors, np.argsort(ranked, axis=1, kind="stable"), axis=1)
     assessed: dict[int, Assessment] = {}
     checked = np.zeros(size, dtype=bool)
     n = max(problem.n, 1)
@@ -510,8 +591,9 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
             grid[lattice.above(node)] = 1
             if evaluator.fully_monotone:
                 cutoff = min(cutoff, bounds[index] + slack)
-            if assessment.feasible and metric == "precision":
-                cutoff = min(cutoff, evaluator.score(assessment, metric))
+            if assessment.feasible and metric == "precision":  # its score, exactly
+                f = float(bounds[index])
+                cutoff = min(cutoff, f + assessment.suppressed * (1 - f) / n)
         else:
             grid[lattice.below(node)] = -1
         return assessment
@@ -563,12 +645,10 @@ def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
         start = int(rest[open_[0]])
         path = [start]
         while True:
-            options = successors[path[-1]]
-            options = options[options >= 0]
-            options = options[state[options] == 0]
-            if not len(options):
+            step = next((int(o) for o in upward[path[-1]] if o >= 0 and state[o] == 0), -1)
+            if step < 0:
                 break
-            path.append(int(options[np.argmin(bounds[options])]))
+            path.append(step)
         low, high, top = 0, len(path) - 1, -1
         probe = (
             min(int(np.searchsorted(bounds[path], cutoff)), high) if math.isfinite(cutoff) else -1
