@@ -88,7 +88,10 @@ def mondrian(problem: Problem) -> LocalRecoding:
 
     root_rows = np.arange(len(weights))
     root = classes_of(root_rows, np.zeros(len(weights), dtype=np.int64), 1)
-    if not satisfied(root):
+    whole = np.ones(1, dtype=bool)
+    if not satisfied(root) or not all(
+        m.table_ok(root, whole) for m in problem.models if not m.per_class
+    ):
         raise NoSolutionError(
             "no partition satisfies "
             + ", ".join(m.describe() for m in problem.models)
