@@ -69,6 +69,8 @@ _CACHE_ROWS = 4_000_000
 _CACHE_SHARE = 0.9  # remember a node whose classes are at most this share of its source's
 _EPS = 1e-12
 _FLOAT_EXACT = 1 << 53
+_NUMBER = (1 << 24) - 1  # cached nodes are numbered below this
+_NONE = np.iinfo(np.int64).max
 
 
 def group_rows(
@@ -150,23 +152,29 @@ class Chunking:
                 values //= sizes[c]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int32)
         self.column_sizes = list(sizes)
+        # chunk codes are stored with their group's offset added: indices into the flat table
+        total = int(sum(self.sizes))
+        self.flat_decode = [np.zeros(total, dtype=np.int32) for _ in sizes]
+        for c, g in enumerate(self.group_of):
+            start = int(self.offsets[g])
+            self.flat_decode[c][start : start + self.sizes[g]] = self.decode_tables[c]
 
     def encode(self, codes: Sequence[np.ndarray]) -> np.ndarray:
-        """Rows of level-0 codes (one array per column) as rows of chunk codes."""
+        """Rows of level-0 codes (one array per column) as rows of (offset) chunk codes."""
         n = len(codes[0]) if len(codes) else 0
         out = np.zeros((n, len(self.groups)), dtype=np.int32)
         for g, columns in enumerate(self.groups):
-            value = np.zeros(n, dtype=np.int64)
+            value = np.full(n, 0, dtype=np.int64)
             for c in columns:
                 value = value * self.column_sizes[c] + codes[c]
-            out[:, g] = value
+            out[:, g] = value + self.offsets[g]
         return out
 
     def decode(self, chunks: np.ndarray) -> np.ndarray:
         """Rows of chunk codes back to rows of level-0 codes (one column per column)."""
         out = np.empty((len(chunks), len(self.group_of)), dtype=np.int32)
         for c, g in enumerate(self.group_of):
-            out[:, c] = self.decode_tables[c][chunks[:, g]]
+            out[:, c] = self.flat_decode[c][chunks[:, g]]
         return out
 
 
@@ -268,7 +276,7 @@ class Problem:
         self.chunk_maps = [
             [m[self.chunking.decode_tables[c]] for m in maps] for c, maps in enumerate(self.maps)
         ]
-        self._tables: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+        self._tables: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
         counts = [
             np.bincount(c, weights=self.weights, minlength=len(h.values))
             for c, h in zip(self.codes, self.hierarchies, strict=True)
@@ -283,21 +291,24 @@ class Problem:
         """
         parts, spaces = [], []
         for g, columns in enumerate(self.chunking.groups):
-            levels = tuple(node[c] for c in columns)
+            levels = tuple([node[c] for c in columns])
             cached = self._tables.get((g, levels))
-            space = math.prod(self.level_sizes[c][node[c]] for c in columns)
             if cached is None:
                 table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
+                space = 1
                 for c in columns:
-                    table *= self.level_sizes[c][node[c]]
+                    size = self.level_sizes[c][node[c]]
+                    table *= size
                     table += self.chunk_maps[c][node[c]]
-                self._tables[(g, levels)] = cached = table
-            parts.append(cached)
-            spaces.append(space)
-        strides = np.ones(len(spaces), dtype=np.float64)
+                    space *= size
+                self._tables[(g, levels)] = cached = (table, space)
+            parts.append(cached[0])
+            spaces.append(cached[1])
+        strides = [1.0] * len(spaces)
         for g in range(len(spaces) - 2, -1, -1):
             strides[g] = strides[g + 1] * spaces[g + 1]
-        return np.concatenate(parts) if parts else np.zeros(0), strides, math.prod(spaces)
+        table = np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0)
+        return table, np.array(strides), math.prod(spaces)
 
     @classmethod
     def build(
@@ -390,31 +401,26 @@ class Evaluator:
         self.cache: dict[tuple[int, ...], NodeClasses] = {}
         self._cached: list[NodeClasses] = []
         # per node, the smallest cached node below it (-1: none; then the base)
-        shape = problem.lattice.shape
-        self._best_rows = np.full(shape, np.iinfo(np.int64).max, dtype=np.int64)
-        self._best_id = np.full(shape, -1, dtype=np.int64)
+        # packed as rows << 24 | number, so that one np.minimum over a cone keeps the best
+        self._best = np.full(problem.lattice.shape, _NONE, dtype=np.int64)
         self.cached_rows = 0
         self.checked = 0
 
     def _source(self, node: tuple[int, ...]) -> NodeClasses:
-        best = int(self._best_id[self.problem.lattice.cell(node)])
-        return self.base if best < 0 else self._cached[best]
+        best = int(self._best[self.problem.lattice.cell(node)])
+        return self.base if best == _NONE else self._cached[best & _NUMBER]
 
     def _remember(self, groups: NodeClasses) -> None:
         number = len(self._cached)
         self._cached.append(groups)
         self.cache[groups.node] = groups
         self.cached_rows += len(groups)
-        cone = self.problem.lattice.above(groups.node)
-        rows, ids = self._best_rows[cone], self._best_id[cone]
-        better = rows > len(groups)
-        rows[better] = len(groups)
-        ids[better] = number
-        if self.cached_rows > _CACHE_ROWS:  # keep the smaller half
+        cone = self._best[self.problem.lattice.above(groups.node)]
+        np.minimum(cone, (len(groups) << 24) | number, out=cone)
+        if self.cached_rows > _CACHE_ROWS or number >= _NUMBER:  # keep the smaller half
             keep = sorted(self._cached, key=len)[: max(1, number // 2)]
             self._cached, self.cache, self.cached_rows = [], {}, 0
-            self._best_rows.fill(np.iinfo(np.int64).max)
-            self._best_id.fill(-1)
+            self._best.fill(_NONE)
             for old in keep:
                 self._remember(old)
 
@@ -437,7 +443,7 @@ class Evaluator:
         chunks = source.chunks
         table, strides, space = p.key_table(node)
         if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
-            key = (table[chunks + p.chunking.offsets] @ strides).astype(np.int64)
+            key = (table[chunks] @ strides).astype(np.int64)
         else:
             rep = source.rep
             key, space = np.zeros(rows, dtype=np.int64), 1
