@@ -459,7 +459,9 @@ class Anonymizer:
                 if TOP not in labels:
                     labels = [*labels, TOP]
                 shown = np.where(keep, label_codes, labels.index(TOP))
-            released[name] = pd.Categorical.from_codes(shown, categories=pd.Index(labels))
+            released[name] = pd.Categorical.from_codes(
+                shown, categories=pd.Index(labels), validate=False
+            )
         out = pd.DataFrame(
             {name: released.get(name, frame[name]) for name in frame.columns}, index=frame.index
         )
