@@ -181,3 +181,18 @@ def test_local_recoding_satisfies_the_models(case):
         )
         for g in range(len(classes)):
             assert len(set(labels[recoding.row_class == g].tolist())) == 1
+
+
+def test_huge_lattice_is_refused_by_the_search_but_not_by_local_recoding():
+    from safeshare.anonymize.hierarchy import masking
+    from safeshare.anonymize.models import AnonymizationError
+    from safeshare.anonymize.mondrian import mondrian
+
+    rng = np.random.default_rng(0)
+    values = [f"{v:05d}" for v in rng.integers(0, 99999, 40)]
+    hs = [masking(f"zip{c}", values) for c in range(12)]  # 6 levels each: 6**12 nodes
+    codes = [h.encode(values) for h in hs]
+    problem = Problem.build(hs, codes, models=[KAnonymity(2)])
+    with pytest.raises(AnonymizationError, match="lattice has"):
+        optimal_search(problem)
+    assert mondrian(problem).classes.sizes.min() >= 2

@@ -17,6 +17,7 @@ the lattice's shape: tagging a whole cone costs one numpy assignment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,14 +34,26 @@ class Lattice:
         ):
             raise ValueError("each column's lowest level must not exceed its highest")
         self.shape = tuple(b - a + 1 for a, b in zip(self.lo, self.hi, strict=True))
-        self.size = int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
-        grid = np.indices(self.shape).reshape(len(self.shape), -1).T if self.shape else None
-        base = np.asarray(self.lo, dtype=np.int64)
-        self.all_levels = (
-            grid.astype(np.int64) + base if grid is not None else np.zeros((1, 0), np.int64)
-        )
-        self.all_levels.flags.writeable = False
-        self.heights = self.all_levels.sum(axis=1) - int(base.sum())
+        self.size = math.prod(self.shape)
+        self._levels: np.ndarray | None = None
+
+    @property
+    def all_levels(self) -> np.ndarray:
+        """Every node's levels, one row per node in lattice order (built on first use)."""
+        if self._levels is None:
+            base = np.asarray(self.lo, dtype=np.int64)
+            if self.shape:
+                grid = np.indices(self.shape).reshape(len(self.shape), -1).T
+                self._levels = grid.astype(np.int64) + base
+            else:
+                self._levels = np.zeros((1, 0), np.int64)
+            self._levels.flags.writeable = False
+        return self._levels
+
+    @property
+    def heights(self) -> np.ndarray:
+        """Each node's sum of levels above the bottom."""
+        return self.all_levels.sum(axis=1) - sum(self.lo)
 
     @property
     def bottom(self) -> tuple[int, ...]:

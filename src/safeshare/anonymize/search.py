@@ -27,8 +27,13 @@ suppressed; for precision the suppressed count known from a coarser node adds to
 The result is exact: a node is skipped only when a check proves it violates the models or
 costs more than a node already found (tests compare it with exhaustive enumeration).
 
-Every group-by goes through :func:`group_rows`, the one function an engine (DuckDB's or
-Spark's ``GROUP BY``) replaces to run the search on data larger than memory.
+Two functions touch rows, and they are what an engine (DuckDB's or Spark's ``GROUP BY``)
+would implement to run the search on data larger than memory: :meth:`Problem.build`, the one
+pass over the records (distinct quasi-identifier rows with counts and sensitive counts), and
+:func:`group_rows`, the group-by of every roll-up (over those distinct rows, or fewer).  The
+anonymizer then counts the released classes with the engine
+(``default_engine().group_sizes``) as a check.  Keys are built from *chunks* (a few columns
+packed per code; see :class:`Chunking`) with one table lookup per chunk and a BLAS product.
 
 >>> import numpy as np
 >>> from safeshare.anonymize.hierarchy import Hierarchy
@@ -71,6 +76,7 @@ _EPS = 1e-12
 _FLOAT_EXACT = 1 << 53
 _NUMBER = (1 << 24) - 1  # cached nodes are numbered below this
 _NONE = np.iinfo(np.int64).max
+_MAX_LATTICE = 20_000_000  # the search keeps a few arrays of the lattice's size
 
 
 def group_rows(
@@ -283,6 +289,16 @@ class Problem:
         ]
         self.quality = QualityContext(self.hierarchies, counts)
 
+    def check_lattice(self) -> None:
+        """Refuse a lattice too large for the search's per-node arrays."""
+        if self.lattice.size > _MAX_LATTICE:
+            raise AnonymizationError(
+                f"the generalization lattice has {self.lattice.size:,} transformations (the "
+                f"product of every quasi-identifier's number of levels), more than "
+                f"{_MAX_LATTICE:,}; cap levels with max_level/min_level, use fewer "
+                "quasi-identifiers, or search: local"
+            )
+
     def key_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
         """A node's lookup table over chunk codes, the strides of the groups, and its key space.
 
@@ -378,6 +394,7 @@ class Evaluator:
     """Computes and assesses nodes, rolling each up from the smallest cached node below it."""
 
     def __init__(self, problem: Problem) -> None:
+        problem.check_lattice()
         self.problem = problem
         suppression = problem.max_suppressed > 0
         self.monotone_models = [m for m in problem.models if m.monotone(suppression)]
