@@ -301,6 +301,11 @@ class Anonymizer:
             for m in models
         )
         engine_sizes = _engine_class_sizes(table, qis)
+        if config.search == "optimal" and sorted(engine_sizes.tolist()) != sorted(sizes.tolist()):
+            raise RuntimeError(
+                "internal error: the released classes counted by the engine differ from the "
+                "search's; please report this"
+            )
         transforms = {name: spec.kind for name, spec in config.transforms.items()}
         columns = self._columns(frame, qis, sensitive, transforms)
         report("done", 1.0)
