@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -24,15 +25,18 @@ def anonymize_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""
-    from rich.table import Table as RichTable
-
     from safeshare.release.anonymize import release_anonymized
 
     with progress_bar(quiet) as progress:
         result = release_anonymized(data, config=config, out=out, force=force, progress=progress)
-    if quiet:
-        return
-    card = result.card
+    if not quiet:
+        anonymization_summary(result.card, str(out), result.warnings)
+
+
+def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None:
+    """What an anonymized release wrote and what it reached, in a few lines."""
+    from rich.table import Table as RichTable
+
     table = RichTable(show_header=False, box=None, pad_edge=False)
     table.add_row("written", f"{out}/anonymized.csv, card.json, report.html")
     table.add_row(
@@ -58,5 +62,5 @@ def anonymize_command(
         f"(smallest {card['classes']['smallest']})",
     )
     stdout.print(table)
-    for line in result.warnings:
+    for line in warnings:
         console.print(f"[yellow]warning:[/] {line}")
