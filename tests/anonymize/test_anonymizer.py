@@ -296,3 +296,24 @@ def test_suppressed_records_masked_or_removed():
     assert removed.suppressed == 2 and removed.rows_out == 4
     masked = Anonymizer({**base, "suppressed_records": "mask"}).fit(SMALL)
     assert masked.rows_out == 6 and (masked.frame["zip"] == "*").sum() == 2
+
+
+@needs_shared
+def test_adult_recoding_the_suppressed_records(adult):
+    frame, qis, hierarchies = adult
+    config = {
+        "quasi_identifiers": hierarchies,
+        "sensitive": ["salary-class"],
+        "privacy": {"k": 5, "l_diversity": {"attribute": "salary-class", "l": 2}},
+        "suppression_limit": 0.01,
+    }
+    plain = Anonymizer(config).fit(frame)
+    recoded = Anonymizer({**config, "recode_suppressed": True}).fit(frame)
+    assert recoded.transformation == plain.transformation
+    assert recoded.suppressed < plain.suppressed
+    assert recoded.search["recoded_records"] == plain.suppressed - recoded.suppressed
+    assert recoded.rows_out == len(frame) - recoded.suppressed
+    overall = frame["salary-class"].value_counts(normalize=True)
+    k, diversity, _ = brute_force(recoded.frame, qis, "salary-class", overall)
+    assert k >= 5 and diversity >= 2
+    assert recoded.quality.overall["precision"] <= plain.quality.overall["precision"] + 1e-12

@@ -41,6 +41,7 @@ from safeshare.anonymize.models import (
     KAnonymity,
     KMap,
     MaxRisk,
+    NoSolutionError,
     PrivacyModel,
     RecursiveCLDiversity,
     SensitiveInfo,
@@ -241,6 +242,11 @@ class Anonymizer:
         if config.search == "optimal":
             found = optimal_search(problem, config.quality)
             row_class, class_levels, classes, kept = _full_domain(problem, found.node)
+            recoded = 0
+            if config.recode_suppressed and not kept.all():
+                row_class, class_levels, classes, kept, recoded = _recode_suppressed(
+                    problem, found.node, row_class, class_levels, classes, kept
+                )
             search: dict[str, Any] = {
                 "method": "optimal full-domain generalization (lattice search, exact)",
                 "quality_model": config.quality,
@@ -249,6 +255,8 @@ class Anonymizer:
                 "lattice_size": found.lattice_size,
                 "ties": [dict(zip(qis, node, strict=True)) for node in found.ties],
             }
+            if config.recode_suppressed:
+                search["recoded_records"] = recoded
             transformation: dict[str, int | None] = dict(zip(qis, found.node, strict=True))
         else:
             recoding = mondrian(problem)
@@ -301,7 +309,14 @@ class Anonymizer:
             for m in models
         )
         engine_sizes = _engine_class_sizes(table, qis)
-        if config.search == "optimal" and sorted(engine_sizes.tolist()) != sorted(sizes.tolist()):
+        recoded_any = bool(search.get("recoded_records"))
+        # recoded parts may share labels with a released class (they then merge): totals only
+        mismatch = (
+            int(engine_sizes.sum()) != int(sizes.sum())
+            if recoded_any
+            else sorted(engine_sizes.tolist()) != sorted(sizes.tolist())
+        )
+        if config.search == "optimal" and mismatch:
             raise RuntimeError(
                 "internal error: the released classes counted by the engine differ from the "
                 "search's; please report this"
@@ -653,6 +668,59 @@ def _full_domain(
     row_class = order[np.searchsorted(class_keys[order], row_keys)]
     class_levels = np.tile(np.asarray(node, dtype=np.int64), (len(groups), 1))
     return row_class.astype(np.int64), class_levels, groups.classes, assessment.kept
+
+
+def _recode_suppressed(
+    problem: Problem,
+    node: tuple[int, ...],
+    row_class: np.ndarray,
+    class_levels: np.ndarray,
+    classes: Classes,
+    kept: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, Classes, np.ndarray, int]:
+    """Partition the suppressed rows locally (levels from ``node`` up); release the parts.
+
+    The suppressed records are partitioned among themselves, top-down along the hierarchies
+    and never finer than ``node``; every part satisfies every per-class model, so the records
+    are released instead of suppressed.  (A released part whose labels equal those of a
+    class already released merges with it, which only helps every model here.)  When even
+    all of them together break a model, they stay suppressed.
+    """
+    if any(isinstance(m, KMap) for m in problem.models):
+        return row_class, class_levels, classes, kept, 0
+    rows = np.flatnonzero(~kept[row_class])
+    sub = Problem(
+        problem.hierarchies,
+        [c[rows] for c in problem.codes],
+        problem.weights[rows],
+        [m for m in problem.models if m.per_class],
+        {name: counts[rows] for name, counts in problem.sensitive.items()},
+        problem.infos,
+        0.0,
+        node,
+        problem.lattice.hi,
+    )
+    try:
+        recoding = mondrian(sub)
+    except NoSolutionError:
+        return row_class, class_levels, classes, kept, 0
+    offset = len(classes)
+    row_class_before = row_class
+    row_class = row_class.copy()
+    row_class[rows] = offset + recoding.row_class
+    merged = Classes(
+        np.concatenate([classes.sizes, recoding.classes.sizes]),
+        {
+            name: np.concatenate([counts, recoding.classes.sensitive[name]])
+            for name, counts in classes.sensitive.items()
+        },
+    )
+    levels = np.concatenate([class_levels, recoding.class_levels])
+    # the suppressed classes are now empty and stay dropped
+    released = np.concatenate([kept, np.ones(len(recoding.classes), dtype=bool)])
+    if not all(m.table_ok(merged, released) for m in problem.models if not m.per_class):
+        return row_class_before, class_levels, classes, kept, 0  # e.g. average risk
+    return row_class, levels, merged, released, int(recoding.classes.sizes.sum())
 
 
 def _rep_codes(problem: Problem, row_class: np.ndarray, c: int) -> np.ndarray:

@@ -29,6 +29,8 @@
     quality: precision          # precision | loss | ncp | entropy | discernibility | aecs
     search: optimal             # optimal (full-domain, exact) | local (Mondrian on hierarchies)
     suppressed_records: remove  # remove | mask (every quasi-identifier becomes *)
+    recode_suppressed: false    # true: partition the suppressed records locally and release
+                                # those parts that satisfy the models (ARX-style)
 
 >>> config = AnonymizeConfig.from_dict({"quasi_identifiers": {"age": {"hierarchy": "auto"}},
 ...                                     "privacy": {"k": 3}})
@@ -269,6 +271,7 @@ class AnonymizeConfig(_Strict):
     quality: Literal["precision", "loss", "ncp", "entropy", "discernibility", "aecs"] = "precision"
     search: Literal["optimal", "local"] = "optimal"
     suppressed_records: Literal["remove", "mask"] = "remove"
+    recode_suppressed: bool = False
     other_columns: Literal["keep", "drop"] = "keep"
     base_dir: str | None = None
 
