@@ -11,6 +11,7 @@ import sys
 import typer
 
 from safeshare.cli._output import error
+from safeshare.cli.anonymize import anonymize_command
 from safeshare.cli.demo import demo
 from safeshare.cli.ledger import ledger_app
 from safeshare.cli.pac import pac_command
@@ -30,6 +31,7 @@ app.command(
     help="Release DP synthetic data (the release pipeline with a synthesizer: --method mst or aim).",
 )(release_command)
 app.command("demo")(demo)
+app.command("anonymize")(anonymize_command)
 app.command("pac")(pac_command)
 app.add_typer(ledger_app, name="ledger")
 

@@ -20,7 +20,10 @@ def release_command(
         None, help="YAML schema of public facts (kinds, categories, bounds, roles)."
     ),
     method: str = typer.Option(
-        "mst", help="Synthesizer: mst (fast baseline) or aim (workload-aware)."
+        "mst", help="mst (fast DP baseline), aim (workload-aware DP) or anonymize (needs --config)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="anonymize: YAML config (quasi-identifiers, models)."
     ),
     workload: str | None = typer.Option(
         None, help="aim: the marginals to optimize for: 2way, 3way (default) or a YAML file."
@@ -78,7 +81,14 @@ def release_command(
             ledger=ledger,
             total_budget=total,
             force=force,
+            config=config,
             progress=progress,
         )
-    if not quiet:
+    if quiet:
+        return
+    if method == "anonymize":
+        from safeshare.cli.anonymize import anonymization_summary
+
+        anonymization_summary(result.card, str(out), result.warnings)
+    else:
         release_summary(result.card, str(out), result.warnings)

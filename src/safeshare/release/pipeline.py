@@ -20,6 +20,7 @@ three are complete.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ import pandas as pd
 
 from safeshare import __version__
 from safeshare._progress import Progress, no_progress
+from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.data.domain import Domain, Kind
 from safeshare.data.plan import (
     ColumnDecision,
@@ -47,13 +49,14 @@ from safeshare.dp.ledger import Ledger, LedgerStatus
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release, train_holdout_split
+from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.output import check_output, write_release
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
 
-METHODS = ("mst", "aim")
+METHODS = ("mst", "aim", "anonymize")
 DOMAIN_SHARE = 0.1  # share of rho spent discovering domains, when the schema leaves some open
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
 
@@ -87,18 +90,32 @@ def release(
     total_budget: PrivacyBudget | None = None,
     force: bool = False,
     dataset_name: str | None = None,
+    config: AnonymizeConfig | Mapping[str, Any] | str | Path | None = None,
     progress: Progress | None = None,
-) -> ReleaseResult:
+) -> ReleaseResult | AnonymizedRelease:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
     ``total_budget`` is the dataset's total in the ledger when it is seen for the
     first time (default: this release's own budget).  ``seed`` makes the run
-    reproducible and *not* private against whoever knows the seed.
+    reproducible and *not* private against whoever knows the seed.  ``method="anonymize"``
+    runs :func:`safeshare.release.anonymize.release_anonymized` with ``config`` instead
+    (no DP: the budget, schema and ledger arguments do not apply).
     """
-    report = progress or no_progress
-    budget = PrivacyBudget(epsilon, delta)
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    if method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
+        if config is None:
+            raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
+        return release_anonymized(
+            source,
+            config=config,
+            out=out,
+            force=force,
+            dataset_name=dataset_name,
+            progress=progress,
+        )
+    report = progress or no_progress
+    budget = PrivacyBudget(epsilon, delta)
     out = Path(out)
     check_output(out, force)
     if rows is not None and rows < 1:
