@@ -5,12 +5,7 @@
 'k=5'
 """
 
-from safeshare.anonymize.anonymizer import (
-    AnonymizationResult,
-    Anonymizer,
-    ClassStatistics,
-    ModelOutcome,
-)
+from safeshare.anonymize.anonymizer import Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.hierarchy import (
     Hierarchy,
@@ -34,8 +29,10 @@ from safeshare.anonymize.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
+from safeshare.anonymize.problem import Problem
 from safeshare.anonymize.quality import QualityScores
-from safeshare.anonymize.search import Problem, exhaustive_search, optimal_search
+from safeshare.anonymize.result import AnonymizationResult, ClassStatistics, ModelOutcome
+from safeshare.anonymize.search import exhaustive_search, optimal_search
 from safeshare.anonymize.transforms import SecretKey, pseudonymize
 
 __all__ = [

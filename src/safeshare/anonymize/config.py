@@ -41,7 +41,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -59,6 +59,15 @@ from safeshare.anonymize.models import (
 from safeshare.errors import SchemaError
 
 HIERARCHY_KINDS = ("csv", "intervals", "cuts", "dates", "mask", "groups", "auto", "rows")
+
+_T = TypeVar("_T")
+
+
+def _required(value: _T | None, what: str) -> _T:
+    """``value``, or a :class:`SchemaError` naming the setting that is missing."""
+    if value is None:
+        raise SchemaError(f"the config lacks {what}; give it")
+    return value
 
 
 class _Strict(BaseModel):
@@ -249,8 +258,8 @@ class PrivacySpec(_Strict):
             elif spec.variant == "entropy":
                 out.append(EntropyLDiversity(spec.attribute, spec.l))
             else:
-                assert spec.c is not None
-                out.append(RecursiveCLDiversity(spec.attribute, spec.c, int(spec.l)))
+                c = _required(spec.c, f"c of the recursive (c,l)-diversity on {spec.attribute!r}")
+                out.append(RecursiveCLDiversity(spec.attribute, c, int(spec.l)))
         for t_spec in self.t_closeness:
             out.append(TCloseness(t_spec.attribute, t_spec.t, t_spec.distance))
         if self.average_risk is not None:

@@ -36,7 +36,8 @@ from safeshare.anonymize.models import (
     KMap,
     NoSolutionError,
 )
-from safeshare.anonymize.search import Problem, best_achievable_k
+from safeshare.anonymize.problem import Problem
+from safeshare.anonymize.search import best_achievable_k
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,218 @@
+"""The evaluator: a node's equivalence classes, whether they satisfy the models, its score.
+
+A node's classes are rolled up from those of the smallest cached node below it (the classes
+of a finer node are a smaller weighted table than the data), so most checks touch a few
+hundred rows; the nodes whose classes shrink the most are remembered for later roll-ups.
+
+>>> import numpy as np
+>>> from safeshare.anonymize.hierarchy import Hierarchy
+>>> from safeshare.anonymize.models import KAnonymity
+>>> h = Hierarchy.from_rows("a", [["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+>>> problem = Problem.build([h], [np.array([0, 1, 2, 2, 0, 2])], models=[KAnonymity(3)])
+>>> evaluator = Evaluator(problem)
+>>> evaluator.classes((1,)).classes.sizes.tolist()
+[3, 3]
+>>> evaluator.assess((0,)).feasible, evaluator.assess((1,)).feasible
+(False, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from safeshare.anonymize.models import Classes, PrivacyModel
+from safeshare.anonymize.problem import KEY_LIMIT, NodeClasses, Problem, group_rows, relabel
+
+_CACHE_ROWS = 4_000_000
+_CACHE_SHARE = 0.9  # remember a node whose classes are at most this share of its source's
+_FLOAT_EXACT = 1 << 53
+_NUMBER = (1 << 24) - 1  # cached nodes are numbered below this
+_NONE = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """How one node fares: which classes are kept, how many records are suppressed."""
+
+    node: tuple[int, ...]
+    groups: NodeClasses
+    kept: np.ndarray
+    suppressed: int
+    suppressed_monotone: int
+    feasible: bool
+    feasible_monotone: bool
+
+
+class Evaluator:
+    """Computes and assesses nodes, rolling each up from the smallest cached node below it."""
+
+    def __init__(self, problem: Problem) -> None:
+        problem.check_lattice()
+        self.problem = problem
+        suppression = problem.max_suppressed > 0
+        self.monotone_models = [m for m in problem.models if m.monotone(suppression)]
+        self.other_models = [m for m in problem.models if not m.monotone(suppression)]
+        self.fully_monotone = not self.other_models
+        self._monotone_per_class = [m for m in self.monotone_models if m.per_class]
+        self._other_per_class = [m for m in self.other_models if m.per_class]
+        self._monotone_table = [m for m in self.monotone_models if not m.per_class]
+        self._all_table = [m for m in problem.models if not m.per_class]
+        # whether kept classes stay kept when merged (so suppression shrinks going up)
+        self.suppression_monotone = all(
+            m.monotone(True) for m in self.monotone_models if m.per_class
+        )
+        base = NodeClasses(
+            (0,) * len(problem.hierarchies),
+            Classes(problem.weights, problem.sensitive),
+            problem.chunking,
+            chunks=problem.chunking.encode(problem.codes),
+        )
+        self.base = base
+        self.cache: dict[tuple[int, ...], NodeClasses] = {}
+        self._cached: list[NodeClasses] = []
+        # per node, the smallest cached node below it (-1: none; then the base)
+        # packed as rows << 24 | number, so that one np.minimum over a cone keeps the best
+        self._best = np.full(problem.lattice.shape, _NONE, dtype=np.int64)
+        self.cached_rows = 0
+        self.checked = 0
+
+    def _source(self, node: tuple[int, ...]) -> NodeClasses:
+        best = int(self._best[self.problem.lattice.cell(node)])
+        return self.base if best == _NONE else self._cached[best & _NUMBER]
+
+    def _remember(self, groups: NodeClasses) -> None:
+        number = len(self._cached)
+        self._cached.append(groups)
+        self.cache[groups.node] = groups
+        self.cached_rows += len(groups)
+        cone = self._best[self.problem.lattice.above(groups.node)]
+        np.minimum(cone, (len(groups) << 24) | number, out=cone)
+        if self.cached_rows > _CACHE_ROWS or number >= _NUMBER:  # keep the smaller half
+            keep = sorted(self._cached, key=len)[: max(1, number // 2)]
+            self._cached, self.cache, self.cached_rows = [], {}, 0
+            self._best.fill(_NONE)
+            for old in keep:
+                self._remember(old)
+
+    def classes(self, node: tuple[int, ...]) -> NodeClasses:
+        """The classes of ``node`` (rolled up from a finer node's classes)."""
+        cached = self.cache.get(node)
+        if cached is not None:
+            return cached
+        source = self._source(node)
+        if source is self.base:
+            lo = self.problem.lattice.lo
+            hub = tuple(max(min(level, 1), low) for level, low in zip(node, lo, strict=True))
+            if hub not in (node, source.node):
+                source = self.classes(hub)
+        return self._roll_up(node, source)
+
+    def _roll_up(self, node: tuple[int, ...], source: NodeClasses) -> NodeClasses:
+        p = self.problem
+        rows = len(source)
+        chunks = source.chunks
+        table, strides, space = p.key_table(node)
+        if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
+            key = (table[chunks] @ strides).astype(np.int64)
+        else:
+            rep = source.rep
+            key, space = np.zeros(rows, dtype=np.int64), 1
+            for c, level in enumerate(node):
+                size = p.level_sizes[c][level]
+                if space * size >= KEY_LIMIT:
+                    key, space = relabel(key)
+                key = key * size + p.maps[c][level][rep[:, c]]
+                space *= size
+        names = list(source.classes.sensitive)
+        first, sums = group_rows(
+            key,
+            space,
+            [source.classes.sizes, *(source.classes.sensitive[a] for a in names)],
+        )
+        sizes = sums[0].astype(np.int64)
+        sensitive = {a: sums[i + 1].astype(np.int64) for i, a in enumerate(names)}
+        result = NodeClasses(
+            node, Classes(sizes, sensitive), p.chunking, source=chunks, first=first
+        )
+        if p.population is not None:
+            population = self._population(node, result.rep, p.population)
+            result = NodeClasses(
+                node, Classes(sizes, sensitive, population), p.chunking, chunks=result.chunks
+            )
+        self.checked += 1
+        if len(sizes) <= rows * _CACHE_SHARE or source is self.base:
+            self._remember(result)
+        return result
+
+    def _population(
+        self,
+        node: tuple[int, ...],
+        rep: np.ndarray,
+        population: tuple[list[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """Per class of ``node`` (one record's codes each), its size in the population."""
+        p = self.problem
+        pop_codes, pop_weights = population
+        pop_key = np.zeros(len(pop_weights), dtype=np.int64)
+        key = np.zeros(len(rep), dtype=np.int64)
+        for c, level in enumerate(node):
+            size = p.level_sizes[c][level]
+            pop_key = pop_key * size + p.maps[c][level][pop_codes[c]]
+            key = key * size + p.maps[c][level][rep[:, c]]
+        order = np.argsort(pop_key, kind="stable")
+        sorted_keys = pop_key[order]
+        cumulative = np.concatenate([[0], np.cumsum(pop_weights[order])])
+        lo = np.searchsorted(sorted_keys, key, side="left")
+        hi = np.searchsorted(sorted_keys, key, side="right")
+        return (cumulative[hi] - cumulative[lo]).astype(np.int64)
+
+    def assess(self, node: tuple[int, ...]) -> Assessment:
+        """Which classes of ``node`` survive; whether its suppression stays within the limit."""
+        p = self.problem
+        groups = self.classes(node)
+        classes = groups.classes
+        kept_monotone = self._kept(self._monotone_per_class, classes)
+        kept = kept_monotone
+        if self._other_per_class:
+            kept = kept_monotone & self._kept(self._other_per_class, classes)
+        sizes = classes.sizes
+        total = int(sizes.sum())
+        suppressed_monotone = total - int(sizes[kept_monotone].sum())
+        suppressed = (
+            suppressed_monotone if kept is kept_monotone else total - int(sizes[kept].sum())
+        )
+        table_monotone = all(m.table_ok(classes, kept_monotone) for m in self._monotone_table)
+        table_all = all(m.table_ok(classes, kept) for m in self._all_table)
+        feasible_monotone = suppressed_monotone <= p.max_suppressed and table_monotone
+        feasible = suppressed <= p.max_suppressed and table_all
+        return Assessment(
+            node, groups, kept, suppressed, suppressed_monotone, feasible, feasible_monotone
+        )
+
+    def _kept(self, models: list[PrivacyModel], classes: Classes) -> np.ndarray:
+        kept: np.ndarray | None = None
+        for model in models:
+            ok = model.class_ok(classes, self.problem.infos.get(getattr(model, "attribute", "")))
+            kept = ok if kept is None else kept & ok
+        return kept if kept is not None else np.ones(len(classes), dtype=bool)
+
+    def score(self, assessment: Assessment, metric: str) -> float:
+        """The overall value of ``metric`` at an assessed node."""
+        p = self.problem
+        node = assessment.node
+        if metric == "precision":
+            n = max(p.n, 1)
+            s = assessment.suppressed
+            fractions = [
+                level / h.height if h.height else 0.0
+                for level, h in zip(node, p.hierarchies, strict=True)
+            ]
+            return float(np.mean([((n - s) * f + s) / n for f in fractions]))
+        groups, kept = assessment.groups, assessment.kept
+        levels = [np.full(int(kept.sum()), level) for level in node]
+        labels = [p.maps[c][level][groups.rep[kept, c]] for c, level in enumerate(node)]
+        return p.quality.score(
+            metric, levels, labels, groups.classes.sizes[kept], assessment.suppressed
+        )

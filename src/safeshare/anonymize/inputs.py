@@ -1,0 +1,227 @@
+"""The inputs of an anonymization, read through its config.
+
+The quasi-identifiers' hierarchies (given, or built as the config says) and the levels the
+search may use; the sensitive attributes' codes and value counts; the k-map population's
+codes; and a check that the privacy models can be met at all.
+
+>>> import pandas as pd
+>>> from safeshare.anonymize.config import AnonymizeConfig
+>>> config = AnonymizeConfig.from_dict({"quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+...                                     "sensitive": ["disease"], "privacy": {"k": 2}})
+>>> frame = pd.DataFrame({"zip": ["13053", "13068", "14850"], "disease": ["flu", None, "flu"]})
+>>> hierarchy = hierarchy_for(config, "zip", frame["zip"], {})
+>>> hierarchy.height, level_bounds(config, [hierarchy])
+(5, ((0,), (5,)))
+>>> infos, codes = sensitive_columns(config, frame)
+>>> infos["disease"].values, codes["disease"].tolist()
+(('(missing)', 'flu'), [1, 0, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from safeshare.anonymize import hierarchy as builders
+from safeshare.anonymize.config import AnonymizeConfig, HierarchySpec, KMapSpec
+from safeshare.anonymize.hierarchy import Hierarchy, HierarchyError
+from safeshare.anonymize.models import (
+    AnonymizationError,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    KMap,
+    MaxRisk,
+    PrivacyModel,
+    RecursiveCLDiversity,
+    SensitiveInfo,
+    TCloseness,
+)
+from safeshare.errors import InputError
+
+MISSING_SENSITIVE = "(missing)"
+
+
+def hierarchy_for(
+    config: AnonymizeConfig, name: str, values: pd.Series, given: Mapping[str, Hierarchy]
+) -> Hierarchy:
+    """The hierarchy of quasi-identifier ``name``: from ``given`` (it wins), else the config's."""
+    if name in given:
+        h = given[name]
+        return h if h.column == name else Hierarchy(name, h.values, h.labels, h.maps, h.source)
+    spec = config.quasi_identifiers[name].hierarchy
+    if spec is None:
+        raise HierarchyError(
+            f"quasi-identifier {name!r} has no hierarchy; give one (a CSV file, intervals, "
+            "cuts, dates, mask or groups) or write `hierarchy: auto` for a default one"
+        )
+    return build_hierarchy(config, name, spec, values)
+
+
+def build_hierarchy(
+    config: AnonymizeConfig, name: str, spec: HierarchySpec, values: pd.Series
+) -> Hierarchy:
+    """The hierarchy ``spec`` describes (exactly one of its kinds is given; see the config)."""
+    present = values.dropna().astype(str).str.strip()
+    if spec.csv is not None:
+        return Hierarchy.from_csv(name, config.resolve(spec.csv))
+    if spec.rows is not None:
+        return Hierarchy.from_rows(name, spec.rows, source="inline")
+    if spec.intervals is not None:
+        return builders.intervals(name, present, spec.intervals, origin=spec.origin)
+    if spec.cuts is not None:
+        return builders.cuts(name, present, spec.cuts)
+    if spec.dates:
+        return builders.dates(name, present)
+    if spec.mask:
+        return builders.masking(name, present)
+    if spec.groups is not None:
+        return builders.groupings(name, present, spec.groups)
+    return builders.automatic(name, present)
+
+
+def level_bounds(
+    config: AnonymizeConfig, hierarchies: list[Hierarchy]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The lowest and highest level the search may use, per quasi-identifier."""
+    lo, hi = [], []
+    for h in hierarchies:
+        spec = config.quasi_identifiers[h.column]
+        top = h.height if spec.max_level is None else spec.max_level
+        if top > h.height or spec.min_level > h.height:
+            raise HierarchyError(
+                f"quasi-identifier {h.column!r}: its hierarchy has levels 0..{h.height}, "
+                f"but the config asks for levels {spec.min_level}..{top}"
+            )
+        lo.append(spec.min_level)
+        hi.append(top)
+    return tuple(lo), tuple(hi)
+
+
+def sensitive_columns(
+    config: AnonymizeConfig, frame: pd.DataFrame
+) -> tuple[dict[str, SensitiveInfo], dict[str, np.ndarray]]:
+    """Per sensitive attribute, what the models need to know of it, and each record's code."""
+    infos: dict[str, SensitiveInfo] = {}
+    codes: dict[str, np.ndarray] = {}
+    for name, spec in config.sensitive.items():
+        parents = None
+        if spec.hierarchy is not None:
+            h = build_hierarchy(config, name, spec.hierarchy, frame[name])
+            code = h.encode(frame[name].where(frame[name].notna(), None))
+            labels = h.values
+            parents = tuple(
+                _parent_map(h.maps[level], h.maps[level + 1]) for level in range(h.height)
+            )
+        else:
+            positions, uniques = pd.factorize(frame[name], use_na_sentinel=True)
+            texts = [str(u).strip() for u in uniques]
+            if (positions < 0).any():
+                texts.append(MISSING_SENSITIVE)
+                positions = np.where(positions < 0, len(texts) - 1, positions)
+            labels = tuple(sorted(set(texts), key=_sort_key))
+            index = {v: i for i, v in enumerate(labels)}
+            lookup = np.array([index[t] for t in texts], dtype=np.int64)
+            code = lookup[positions]
+        order = None
+        if spec.order is not None:
+            position = {v: i for i, v in enumerate(spec.order)}
+            unknown = [v for v in labels if v not in position]
+            if unknown:
+                raise AnonymizationError(
+                    f"sensitive attribute {name!r}: the value {unknown[0]!r} is not in its "
+                    "order; list every value"
+                )
+            order = np.argsort([position[v] for v in labels], kind="stable")
+        else:
+            order = np.asarray(
+                sorted(range(len(labels)), key=lambda i: _sort_key(labels[i])), dtype=np.int64
+            )
+        totals = np.bincount(code, minlength=len(labels)).astype(np.int64)
+        infos[name] = SensitiveInfo(name, tuple(labels), totals, order, parents)
+        codes[name] = np.asarray(code, dtype=np.int64)
+    return infos, codes
+
+
+def population_codes(
+    config: AnonymizeConfig,
+    hierarchies: list[Hierarchy],
+    spec: KMapSpec,
+    frame: pd.DataFrame | None = None,
+) -> list[np.ndarray]:
+    """The k-map population's level-0 codes: of ``frame``, else of the file ``spec`` names."""
+    if frame is None:
+        from safeshare.data.readers import read_frame
+
+        frame = read_frame(config.resolve(spec.population))
+    absent = [h.column for h in hierarchies if h.column not in frame.columns]
+    if absent:
+        raise InputError(f"the k-map population table lacks the quasi-identifiers {absent}")
+    return [h.encode(frame[h.column]) for h in hierarchies]
+
+
+def check_solvable(
+    models: list[PrivacyModel],
+    n: int,
+    infos: Mapping[str, SensitiveInfo],
+    population: list[np.ndarray] | None,
+) -> None:
+    """Refuse models that no transformation can meet (too few records or values)."""
+    for model in models:
+        if isinstance(model, KAnonymity) and model.k > n:
+            raise AnonymizationError(
+                f"k={model.k} is larger than the table ({n} records); no class can hold {model.k} "
+                "records. Lower k or anonymize more records"
+            )
+        if isinstance(model, MaxRisk) and model.k > n:
+            raise AnonymizationError(
+                f"a maximum risk of {model.threshold:g} needs classes of {model.k} records but the "
+                f"table has {n}"
+            )
+        if isinstance(model, KMap) and population is not None and model.k > len(population[0]):
+            raise AnonymizationError(
+                f"k-map k={model.k} is larger than the population table ({len(population[0])} records)"
+            )
+        attribute = getattr(model, "attribute", None)
+        if attribute is None:
+            continue
+        info = infos[attribute]
+        distinct = int((info.totals > 0).sum())
+        if isinstance(model, DistinctLDiversity | RecursiveCLDiversity) and distinct < model.l:
+            raise AnonymizationError(
+                f"{model.name} with l={model.l} needs {model.l} distinct values of {attribute!r} "
+                f"in a class, but the column has only {distinct}; lower l"
+            )
+        if isinstance(model, EntropyLDiversity):
+            p = info.totals[info.totals > 0] / info.totals.sum()
+            reachable = float(np.exp(-(p * np.log(p)).sum()))
+            if reachable < model.l - 1e-9:
+                raise AnonymizationError(
+                    f"entropy l-diversity with l={model.l:g} on {attribute!r} is unreachable: even "
+                    f"the whole table reaches only l={reachable:.3g} ({distinct} distinct values)"
+                )
+        if (
+            isinstance(model, TCloseness)
+            and model.distance == "hierarchical"
+            and info.parents is None
+        ):
+            raise AnonymizationError(
+                f"hierarchical t-closeness on {attribute!r} needs a hierarchy for it under "
+                "sensitive"
+            )
+
+
+def _sort_key(value: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _parent_map(child: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    size = int(child.max()) + 1 if len(child) else 0
+    out = np.zeros(size, dtype=np.int64)
+    out[child] = parent
+    return out

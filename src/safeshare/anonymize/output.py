@@ -1,0 +1,150 @@
+"""The released records: generalized labels, suppression, identifier transforms, account.
+
+>>> import numpy as np
+>>> import pandas as pd
+>>> from safeshare.anonymize.config import AnonymizeConfig
+>>> from safeshare.anonymize.hierarchy import Hierarchy
+>>> from safeshare.anonymize.models import KAnonymity
+>>> config = AnonymizeConfig.from_dict({"quasi_identifiers": ["a"], "privacy": {"k": 2}})
+>>> h = Hierarchy.from_rows("a", [["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+>>> frame = pd.DataFrame({"a": ["1", "2", "3"], "note": ["x", "y", "z"]})
+>>> problem = Problem.build([h], [h.encode(frame["a"])], models=[KAnonymity(2)])
+>>> record_class, levels = np.array([0, 0, 1]), np.array([[1], [1]])
+>>> kept = np.array([True, True, False])  # the third record is suppressed
+>>> out, table = release_records(config, frame, problem, [h], ["a"], record_class, levels, kept)
+>>> out["a"].tolist(), out["note"].tolist(), len(table)
+(['1-2', '1-2'], ['x', 'y'], 2)
+>>> column_account(config, frame, ["a"], [], {})["note"]["transform"]
+'kept (not protected)'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.anonymize.config import AnonymizeConfig
+from safeshare.anonymize.hierarchy import TOP, Hierarchy
+from safeshare.anonymize.problem import Problem
+from safeshare.anonymize.recoding import record_labels
+from safeshare.anonymize.transforms import (
+    SecretKey,
+    code_extremes,
+    date_shift,
+    mask,
+    pseudonymize,
+)
+from safeshare.data.domain import Column, Domain, Kind, Role
+from safeshare.data.table import Table
+
+
+def release_records(
+    config: AnonymizeConfig,
+    frame: pd.DataFrame,
+    problem: Problem,
+    hierarchies: list[Hierarchy],
+    qis: list[str],
+    record_class: np.ndarray,
+    class_levels: np.ndarray,
+    record_kept: np.ndarray,
+) -> tuple[pd.DataFrame, Table]:
+    """The released frame (labels at each record's levels; suppressed records removed or
+    masked; identifiers transformed) and the table of its quasi-identifiers (kept records)."""
+    columns: dict[str, np.ndarray] = {}
+    categories: dict[str, list[str]] = {}
+    released: dict[str, Any] = {}
+    keep = record_kept
+    masking = config.suppressed_records == "mask" and not keep.all()
+    for c, (name, h) in enumerate(zip(qis, hierarchies, strict=True)):
+        level0 = problem.codes[c][problem.record_rows]
+        levels = class_levels[record_class, c]
+        labels, label_codes = record_labels(h, level0, levels)
+        columns[name] = label_codes
+        categories[name] = labels
+        shown = label_codes
+        if masking:
+            if TOP not in labels:
+                labels = [*labels, TOP]
+            shown = np.where(keep, label_codes, labels.index(TOP))
+        released[name] = pd.Categorical.from_codes(
+            shown, categories=pd.Index(labels), validate=False
+        )
+    out = pd.DataFrame(
+        {name: released.get(name, frame[name]) for name in frame.columns}, index=frame.index
+    )
+    if not keep.all() and config.suppressed_records == "remove":
+        out = out.loc[keep]
+    domain = Domain(
+        tuple(
+            Column(
+                name,
+                Kind.CATEGORICAL,
+                Role.QUASI_IDENTIFIER,
+                tuple(categories[name]),
+                other=False,
+                missing=False,
+            )
+            for name in qis
+        )
+    )
+    table = Table({name: columns[name][keep] for name in qis}, domain)
+    for name, spec in config.transforms.items():
+        if spec.drop:
+            out = out.drop(columns=[name])
+        elif spec.pseudonymize is not None:
+            key = SecretKey.load(
+                key_file=config.resolve(spec.pseudonymize.key_file)
+                if spec.pseudonymize.key_file
+                else None,
+                key_env=spec.pseudonymize.key_env,
+            )
+            out[name] = pseudonymize(
+                out[name], key, length=spec.pseudonymize.length, prefix=spec.pseudonymize.prefix
+            )
+        elif spec.mask is not None:
+            out[name] = mask(
+                out[name], keep=spec.mask.keep, keep_end=spec.mask.keep_end, char=spec.mask.char
+            )
+        elif spec.date_shift is not None:
+            shift = spec.date_shift
+            key = SecretKey.load(
+                key_file=config.resolve(shift.key_file) if shift.key_file else None,
+                key_env=shift.key_env,
+            )
+            out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
+        else:
+            out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
+    if config.other_columns == "drop":
+        named = {*qis, *config.sensitive, *config.transforms}
+        out = out[[c for c in out.columns if c in named]]
+    return out.reset_index(drop=True), table
+
+
+def column_account(
+    config: AnonymizeConfig,
+    frame: pd.DataFrame,
+    qis: list[str],
+    sensitive: list[str],
+    transforms: dict[str, str],
+) -> dict[str, dict[str, Any]]:
+    """Per input column, its kind, role and what was done to it (for the privacy card)."""
+    columns: dict[str, dict[str, Any]] = {}
+    for name in frame.columns:
+        if name in qis:
+            entry = {
+                "kind": "categorical",
+                "role": "quasi_identifier",
+                "transform": "generalized",
+            }
+        elif name in sensitive:
+            entry = {"kind": "categorical", "role": "sensitive", "transform": "kept"}
+        elif name in transforms:
+            entry = {"kind": "text", "role": "identifier", "transform": transforms[name]}
+        elif config.other_columns == "drop":
+            entry = {"kind": "unknown", "role": "other", "transform": "drop"}
+        else:
+            entry = {"kind": "unknown", "role": "other", "transform": "kept (not protected)"}
+        columns[str(name)] = entry
+    return columns
