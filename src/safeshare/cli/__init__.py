@@ -13,6 +13,7 @@ import typer
 from safeshare.cli._output import error
 from safeshare.cli.anonymize import anonymize_command
 from safeshare.cli.demo import demo
+from safeshare.cli.evaluate import evaluate_command
 from safeshare.cli.ledger import ledger_app
 from safeshare.cli.pac import pac_command
 from safeshare.cli.release import release_command
@@ -32,6 +33,7 @@ app.command(
 )(release_command)
 app.command("demo")(demo)
 app.command("anonymize")(anonymize_command)
+app.command("evaluate")(evaluate_command)
 app.command("pac")(pac_command)
 app.add_typer(ledger_app, name="ledger")
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from safeshare import __version__
@@ -49,6 +50,7 @@ from safeshare.dp.ledger import Ledger, LedgerStatus
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release, train_holdout_split
+from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.output import check_output, write_release
 from safeshare.report import card as card_module
@@ -178,6 +180,7 @@ def release(
 
     report("evaluating", 0.8)
     utility, risk = evaluate_release(synthetic, train, holdout, rng)
+    assessment = _attack(synthetic, train, holdout, rng)
     card = card_module.build_card(
         method=method,
         budget=budget,
@@ -202,12 +205,28 @@ def release(
         version=__version__,
     )
     report("writing", 0.9)
-    html = render_report(card, train=train, synthetic=synthetic, risk=risk)
+    if assessment is not None:
+        card["metrics"]["evaluation"] = assessment.to_dict()
+    card = card_module.as_json(card)
+    html = render_report(card, train=train, synthetic=synthetic, risk=risk, assessment=assessment)
     write_release(out, {"synthetic.csv": released, "card.json": card, "report.html": html}, force)
     report("done", 1.0)
     # folding and clipping are expected where DP chose the domain; against a schema they are news
     declared = [d.name for d in decisions if d.source is Source.SCHEMA]
     return ReleaseResult(out, card, released, encode_report.warnings(declared) + notes)
+
+
+ATTACKS = 500  # attacks of each kind a release runs on itself (fewer when the data are smaller)
+
+
+def _attack(
+    synthetic: Table, train: Table, holdout: Table | None, rng: np.random.Generator
+) -> Assessment | None:
+    """The attack suite against the release (singling out, linkability, inference, membership)."""
+    if holdout is None or min(len(holdout), len(synthetic), len(train)) < 20:
+        return None
+    attacks = min(ATTACKS, len(holdout), len(synthetic), len(train))
+    return assess(synthetic, train, holdout, rng, EvaluationOptions(attacks=attacks, ml=False))
 
 
 def _read(

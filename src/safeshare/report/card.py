@@ -151,8 +151,21 @@ def write_card(card: dict[str, Any], path: str | Path) -> None:
     missing = REQUIRED_FIELDS - card.keys()
     if missing:
         raise ValueError(f"the privacy card lacks {sorted(missing)}")
-    text = json.dumps(_finite(card), indent=2, default=_json_default, allow_nan=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    Path(path).write_text(_dumps(card) + "\n", encoding="utf-8")
+
+
+def as_json(card: dict[str, Any]) -> dict[str, Any]:
+    """The card exactly as it reads back from its JSON file (lists, floats, nulls).
+
+    >>> as_json({"interval": (0.1, float("nan"))})
+    {'interval': [0.1, None]}
+    """
+    loaded: dict[str, Any] = json.loads(_dumps(card))
+    return loaded
+
+
+def _dumps(card: dict[str, Any]) -> str:
+    return json.dumps(_finite(card), indent=2, default=_json_default, allow_nan=False)
 
 
 def _finite(value: Any) -> Any:

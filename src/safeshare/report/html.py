@@ -6,7 +6,7 @@ proportions, distance histograms); no record of the private data appears in it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -17,11 +17,21 @@ from safeshare.evaluate.results import RiskResult
 from safeshare.evaluate.utility import tvd
 from safeshare.report import plots
 
+if TYPE_CHECKING:
+    from safeshare.evaluate.assessment import Assessment
+
 MARGINAL_PANELS = 6
 
 
-def render_report(card: dict[str, Any], *, train: Table, synthetic: Table, risk: RiskResult) -> str:
-    """The report for a release, as an HTML string."""
+def render_report(
+    card: dict[str, Any],
+    *,
+    train: Table,
+    synthetic: Table,
+    risk: RiskResult,
+    assessment: Assessment | None = None,
+) -> str:
+    """The report for a release, as an HTML string (with the attacks when ``assessment`` is given)."""
     environment = Environment(
         loader=PackageLoader("safeshare.report", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
@@ -38,7 +48,21 @@ def render_report(card: dict[str, Any], *, train: Table, synthetic: Table, risk:
         if risk.distances
         else "",
     }
+    attacks = None
+    if assessment is not None:
+        from safeshare.report.evaluation import risk_chart
+
+        charts["attacks"] = risk_chart(
+            [(a.name, a.risk, a.interval, a.significant) for a in assessment.attacks]
+        )
+        attacks = {
+            "rows": [a.to_dict() for a in assessment.attacks],
+            "membership": [m.to_dict() for m in assessment.membership],
+            "reidentification": assessment.reidentification["release"].reading,
+            "utility": assessment.kmarginal.reading,
+        }
     return environment.get_template("report.html.j2").render(
+        attacks=attacks,
         card=card,
         charts=charts,
         utility_rows=rows,

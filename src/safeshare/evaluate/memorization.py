@@ -1,0 +1,140 @@
+"""Memorization: distance to closest record, exact copies, and copies of the rarest records.
+
+Released records are compared with the training records and with as many holdout records the
+generator never saw.  A generator that generalises sits as close to unseen people as to its
+training records (the share of released records closer to train is 0.5) and copies training
+records no more often than it "copies" unseen ones by chance.  Synthetic data leaks first
+where records are rare: the **outliers** (the rarest training records under the product of
+the columns' marginal frequencies) are checked separately, against the rarest holdout records
+as their baseline.
+
+>>> import numpy as np
+>>> from safeshare.data import Column, Domain, Kind, Table
+>>> domain = Domain(tuple(Column(c, Kind.CATEGORICAL, categories=tuple("abcdefgh")) for c in "vwxyz"))
+>>> def table(seed, n): return Table({c: np.random.default_rng(seed + i).integers(0, 8, n)
+...                                   for i, c in enumerate("vwxyz")}, domain)
+>>> train, holdout = table(0, 2000), table(10, 1000)
+>>> copied = memorization(train.take(np.arange(1000)), train, holdout, np.random.default_rng(0))
+>>> copied.closer_to_train.value > 0.7, copied.outlier_copies.value > copied.outlier_baseline.value
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from safeshare.data.table import Table
+from safeshare.engine import CountingEngine, default_engine
+from safeshare.evaluate.attack_risk import EvaluationInputError
+from safeshare.evaluate.neighbors import nearest_distances
+from safeshare.evaluate.results import Proportion
+
+THREAT = (
+    "Someone compares the release with real records: released records that copy, or sit "
+    "unusually close to, the people the generator trained on expose those people."
+)
+OUTLIER_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class MemorizationResult:
+    """DCR share, exact copies and outlier copies, each against its holdout baseline."""
+
+    closer_to_train: Proportion
+    copies_of_train: Proportion
+    copies_of_holdout: Proportion
+    outlier_copies: Proportion
+    outlier_baseline: Proportion
+    distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def readings(self) -> list[str]:
+        c = self.closer_to_train
+        lines = [
+            (
+                f"{c.value:.1%} of released records sit closer to a training record than to an "
+                f"unseen one (95% interval {c.interval[0]:.1%}-{c.interval[1]:.1%}; 50% is ideal)"
+            )
+            + (": a sign of memorization" if c.interval[0] > 0.5 else ": no sign of memorization"),
+            f"{self.copies_of_train.value:.1%} of released records copy a training record; "
+            f"{self.copies_of_holdout.value:.1%} equal an unseen record by chance",
+            f"{self.outlier_copies.value:.1%} of the {self.outlier_copies.trials} rarest training "
+            f"records appear in the release, against {self.outlier_baseline.value:.1%} of the "
+            "rarest unseen records",
+        ]
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        def prop(p: Proportion) -> dict[str, Any]:
+            return {"value": p.value, "interval": list(p.interval), "trials": p.trials}
+
+        return {
+            "dcr_share_closer_to_train": prop(self.closer_to_train),
+            "dcr_ideal": 0.5,
+            "exact_copies_of_train": prop(self.copies_of_train),
+            "exact_copies_of_holdout_baseline": prop(self.copies_of_holdout),
+            "outlier_copies": prop(self.outlier_copies),
+            "outlier_copies_holdout_baseline": prop(self.outlier_baseline),
+            "readings": self.readings,
+            "threat": THREAT,
+        }
+
+
+def memorization(
+    release: Table,
+    train: Table,
+    holdout: Table,
+    rng: np.random.Generator,
+    *,
+    max_release: int = 20_000,
+    engine: CountingEngine | None = None,
+) -> MemorizationResult:
+    """All memorization measures of ``release`` (see the module docstring)."""
+    if len(release) == 0 or len(train) == 0 or len(holdout) == 0:
+        raise EvaluationInputError("memorization needs released, training and holdout records")
+    engine = engine or default_engine()
+    n = min(len(train), len(holdout))
+    reference = train.take(np.sort(rng.choice(len(train), size=n, replace=False)))
+    unseen = (
+        holdout
+        if len(holdout) == n
+        else holdout.take(np.sort(rng.choice(len(holdout), n, replace=False)))
+    )
+    sample = release
+    if len(release) > max_release:
+        sample = release.take(np.sort(rng.choice(len(release), size=max_release, replace=False)))
+    to_train = nearest_distances(sample, reference)
+    to_holdout = nearest_distances(sample, unseen)
+    closer = float(np.sum(to_train < to_holdout) + 0.5 * np.sum(to_train == to_holdout))
+    copies_train = int(np.sum(to_train == 0))
+    copies_holdout = int(np.sum(to_holdout == 0))
+    k = int(np.clip(round(OUTLIER_SHARE * n), min(20, n), 500))
+    rare_train = _rarest(reference, train, k, engine)
+    rare_holdout = _rarest(unseen, train, k, engine)
+    in_release_train = int(np.sum(nearest_distances(rare_train, release) == 0))
+    in_release_holdout = int(np.sum(nearest_distances(rare_holdout, release) == 0))
+    return MemorizationResult(
+        Proportion.of(closer, len(sample)),
+        Proportion.of(copies_train, len(sample)),
+        Proportion.of(copies_holdout, len(sample)),
+        Proportion.of(in_release_train, k),
+        Proportion.of(in_release_holdout, k),
+        {"train": to_train, "holdout": to_holdout},
+    )
+
+
+def rarity(table: Table, model: Table, engine: CountingEngine) -> np.ndarray:
+    """Minus the log-probability of each record under ``model``'s independent column frequencies."""
+    score = np.zeros(len(table))
+    for name in table.columns:
+        counts = engine.counts(model, [name]).astype(float) + 0.5
+        score -= np.log(counts / counts.sum())[table.column(name)]
+    return score
+
+
+def _rarest(table: Table, model: Table, k: int, engine: CountingEngine) -> Table:
+    order = np.argsort(-rarity(table, model, engine), kind="stable")
+    return table.take(order[:k])

@@ -1,0 +1,166 @@
+"""Re-identification risk of a table from its equivalence classes on the quasi-identifiers.
+
+Records sharing every quasi-identifier value form a class; an attacker who knows a person's
+quasi-identifiers can narrow them down to their class and no further.
+
+* **sample uniqueness**: the share of records alone in their class;
+* **prosecutor** risk (the attacker knows the person is in the table): ``1 / f`` for a record
+  in a class of ``f`` records; reported as the maximum, the average (classes / records) and the
+  share of records above a threshold (0.2 by default: classes smaller than 5);
+* **journalist** risk (the attacker picks a person from the population, not knowing whether
+  they are in the table): ``1 / F`` with ``F`` the class's size in the population;
+* **marketer** risk (the attacker tries everyone): the expected share of records re-identified,
+  ``sum(f / F) / n``.
+
+``F`` comes from a population table when one is given, else from the sampling fraction
+(``F ~ f / pi``), else the table is taken as the whole population (``F = f``); population
+uniqueness is estimated with :mod:`safeshare.evaluate.uniqueness`.
+
+>>> import numpy as np
+>>> from safeshare.data import Column, Domain, Kind, Table
+>>> domain = Domain((Column("zip", Kind.CATEGORICAL, categories=("a", "b", "c")),))
+>>> table = Table({"zip": np.array([0, 0, 0, 0, 0, 1, 1, 2])}, domain)
+>>> r = reidentification_risk(table, ["zip"])
+>>> r.sample_uniqueness, r.prosecutor_max, r.prosecutor_average, r.records_at_risk
+(0.125, 1.0, 0.375, 0.375)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from safeshare.data.table import Table
+from safeshare.engine import CountingEngine, default_engine
+from safeshare.evaluate.uniqueness import PopulationUniqueness, population_uniqueness
+
+THREAT = (
+    "An attacker who knows a person's quasi-identifiers (age, postcode, ...) looks them up in "
+    "the table: a class of one record identifies them."
+)
+
+
+@dataclass(frozen=True)
+class ReidentificationResult:
+    """Class-based re-identification risks of one table on ``columns``."""
+
+    columns: tuple[str, ...]
+    records: int
+    classes: int
+    sample_uniques: int
+    prosecutor_max: float
+    prosecutor_average: float
+    records_at_risk: float
+    threshold: float
+    journalist_max: float
+    marketer: float
+    population_source: str
+    population: PopulationUniqueness | None
+    class_histogram: dict[str, int]
+
+    @property
+    def sample_uniqueness(self) -> float:
+        return self.sample_uniques / self.records if self.records else 0.0
+
+    @property
+    def reading(self) -> str:
+        smallest = round(1 / self.prosecutor_max) if self.prosecutor_max > 0 else 0
+        return (
+            f"{self.sample_uniqueness:.1%} of records are unique on {len(self.columns)} "
+            f"quasi-identifier(s); the smallest class holds {smallest} record(s) "
+            f"(highest prosecutor risk {self.prosecutor_max:.0%}); {self.records_at_risk:.1%} of "
+            f"records have a risk above {self.threshold:.0%}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quasi_identifiers": list(self.columns),
+            "records": self.records,
+            "classes": self.classes,
+            "sample_uniques": self.sample_uniques,
+            "sample_uniqueness": self.sample_uniqueness,
+            "prosecutor": {
+                "max": self.prosecutor_max,
+                "average": self.prosecutor_average,
+                "records_above_threshold": self.records_at_risk,
+                "threshold": self.threshold,
+            },
+            "journalist_max": self.journalist_max,
+            "marketer": self.marketer,
+            "population_source": self.population_source,
+            "population_uniqueness": None if self.population is None else self.population.to_dict(),
+            "class_size_histogram": dict(self.class_histogram),
+            "reading": self.reading,
+            "threat": THREAT,
+        }
+
+
+def reidentification_risk(
+    table: Table,
+    columns: Sequence[str],
+    *,
+    population_size: int | None = None,
+    population: Table | None = None,
+    threshold: float = 0.2,
+    engine: CountingEngine | None = None,
+) -> ReidentificationResult:
+    """Risks of ``table`` on the quasi-identifiers ``columns`` (see the module docstring)."""
+    if not columns:
+        raise ValueError("re-identification risk needs at least one quasi-identifier column")
+    if len(table) == 0:
+        raise ValueError("the table has no records")
+    if not 0 < threshold <= 1:
+        raise ValueError(f"the risk threshold must lie in (0, 1], got {threshold}")
+    engine = engine or default_engine()
+    sizes = engine.group_sizes(table, list(columns))
+    n = int(sizes.sum())
+    at_risk = float(sizes[1.0 / sizes > threshold].sum()) / n
+    if population is not None:
+        sizes, pop_sizes = _paired_sizes(table, population, list(columns))
+        source = "population table"
+        population_size = max(population_size or 0, len(population))
+    elif population_size is not None and population_size > n:
+        pop_sizes = sizes * (population_size / n)
+        source = "estimated from the sampling fraction"
+    else:
+        pop_sizes, source, population_size = sizes.astype(float), "the table itself", n
+    pop_sizes = np.maximum(pop_sizes, sizes)
+    estimate = population_uniqueness(sizes, population_size) if population_size > n else None
+    return ReidentificationResult(
+        columns=tuple(columns),
+        records=n,
+        classes=len(sizes),
+        sample_uniques=int((sizes == 1).sum()),
+        prosecutor_max=float(1.0 / sizes.min()),
+        prosecutor_average=len(sizes) / n,
+        records_at_risk=at_risk,
+        threshold=threshold,
+        journalist_max=float(1.0 / pop_sizes.min()),
+        marketer=float(np.sum(sizes / pop_sizes)) / n,
+        population_source=source,
+        population=estimate,
+        class_histogram=_histogram(sizes),
+    )
+
+
+def _paired_sizes(
+    sample: Table, population: Table, columns: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample class's size in the sample and in the population (matched by value)."""
+    rows = np.concatenate([sample.matrix(columns), population.matrix(columns)])
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    in_sample = np.bincount(inverse[: len(sample)])
+    in_population = np.bincount(inverse[len(sample) :], minlength=len(in_sample))
+    present = in_sample > 0
+    return in_sample[present], in_population[: len(in_sample)][present].astype(float)
+
+
+def _histogram(sizes: np.ndarray) -> dict[str, int]:
+    bands = [(1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 9, "5-9"), (10, 19, "10-19")]
+    out = {label: int(((sizes >= lo) & (sizes <= hi)).sum()) for lo, hi, label in bands}
+    out["20+"] = int((sizes >= 20).sum())
+    return out

@@ -1,0 +1,370 @@
+"""Evaluating any release: real train + real holdout + released table in; evaluation.json and a
+self-contained report.html out.
+
+read the three files (and an auxiliary one) -> check they fit together -> one domain for all
+(from the schema, else read from the training and holdout data *without* DP: this is the data
+owner's own evaluation, and the JSON says so) -> encode (generalized released values become
+sets of codes) -> run the suite (:func:`safeshare.evaluate.assessment.assess`) -> render ->
+write both files atomically.  Any failure writes nothing.
+
+>>> import tempfile, pathlib
+>>> from safeshare.data.examples import load_example
+>>> frame, schema = load_example("fair")
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> for name, rows in (("train", slice(0, 4000)), ("holdout", slice(4000, 6366)), ("release", slice(0, 2000))):
+...     frame.iloc[rows].to_csv(tmp / f"{name}.csv", index=False)
+>>> result = evaluate_files(tmp / "train.csv", tmp / "holdout.csv", tmp / "release.csv",
+...                         out=tmp / "eval", schema=schema, seed=0, attacks=200, ml=False)
+>>> sorted(p.name for p in (tmp / "eval").iterdir())
+['evaluation.json', 'report.html']
+>>> "linkage (exact matching)" in result.evaluation["headline"]["risk"]["significant_attacks"]
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare import __version__
+from safeshare._progress import Progress, no_progress
+from safeshare.data.codec import as_numbers, encode_frame, integer_edges, singleton_edges
+from safeshare.data.domain import Column, Domain, Kind, Role
+from safeshare.data.plan import ColumnDecision, Source, decide_columns
+from safeshare.data.readers import fingerprint_file, read_frame
+from safeshare.data.schema import Schema
+from safeshare.data.table import Table
+from safeshare.errors import InputError
+from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
+from safeshare.evaluate.generalized import cell_sets
+from safeshare.evaluate.results import Proportion
+from safeshare.release.output import check_output, write_release
+from safeshare.report.evaluation import render_evaluation_report
+
+MAX_CATEGORIES = 1000
+NUMERIC_BINS = 256
+MAX_SINGLETONS = 256
+MIXED_SHARE = 0.9
+NOT_DP = (
+    "the evaluation reads the private data (train and holdout) without differential privacy: "
+    "its figures are for the data owner's review"
+)
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """What an evaluation wrote."""
+
+    out: Path
+    evaluation: dict[str, Any]
+    assessment: Assessment
+    warnings: list[str] = field(default_factory=list)
+
+
+def evaluate_files(
+    train: str | Path,
+    holdout: str | Path,
+    release: str | Path,
+    *,
+    out: str | Path,
+    auxiliary: str | Path | None = None,
+    schema: Schema | str | Path | None = None,
+    attacks: int = 500,
+    population_size: int | None = None,
+    quasi_identifiers: list[str] | None = None,
+    secrets: list[str] | None = None,
+    ml: bool = True,
+    seed: int | None = None,
+    guarantee: str | None = None,
+    hierarchies: Mapping[str, str | Path] | None = None,
+    force: bool = False,
+    progress: Progress = no_progress,
+) -> EvaluationResult:
+    """Evaluate ``release`` against ``train`` and ``holdout``; see the module docstring."""
+    out = Path(out)
+    check_output(out, force)
+    schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
+    progress("reading", 0.0)
+    paths = {"train": Path(train), "holdout": Path(holdout), "release": Path(release)}
+    frames = {name: _read(path, schema) for name, path in paths.items()}
+    aux_frame = _read(Path(auxiliary), schema) if auxiliary is not None else None
+    _check_columns(frames, aux_frame)
+    domain, decisions = evaluation_domain(frames["train"], frames["holdout"], schema)
+    kept = [d for d in decisions if d.modelled]
+    train_table, _ = encode_frame(frames["train"], domain)
+    holdout_table, _ = encode_frame(frames["holdout"], domain)
+    nodes = {name: read_hierarchy(path) for name, path in (hierarchies or {}).items()}
+    unknown = [name for name in nodes if name not in domain]
+    if unknown:
+        raise InputError(
+            f"hierarchies given for {unknown}, which the data does not model; check the names"
+        )
+    released = cell_sets(frames["release"], domain, nodes)
+    _check_release(released)
+    aux_table = _auxiliary(aux_frame, domain) if aux_frame is not None else None
+
+    warnings = _overlap_warning(frames, [d.name for d in decisions if d.role is Role.IDENTIFIER])
+    dropped = [f"{d.name} ({d.reason})" for d in decisions if not d.modelled]
+    rng = np.random.default_rng(seed)
+    options = EvaluationOptions(
+        attacks=attacks,
+        quasi_identifiers=tuple(quasi_identifiers) if quasi_identifiers else None,
+        secrets=tuple(secrets) if secrets else None,
+        population_size=population_size,
+        ml=ml,
+    )
+    assessment = assess(
+        released,
+        train_table,
+        holdout_table,
+        rng,
+        options,
+        auxiliary=aux_table,
+        progress=lambda step, done: progress(step, 0.05 + 0.85 * done),
+    )
+    warnings += list(assessment.warnings)
+    if released.is_generalized:
+        warnings.append(
+            "the release holds generalized values ("
+            + ", ".join(f"{k}: {v} cells" for k, v in assessment.generalized.items())
+            + "); distance-based measures use one random value inside each generalized cell"
+        )
+    unexplained = {k: v for k, v in released.unexplained.items() if v}
+    if unexplained:
+        warnings.append(
+            "released values that are neither values, intervals, sets nor masks were read as "
+            f"'any value' ({unexplained}); give a schema with their categories to match them"
+        )
+    evaluation = {
+        "safeshare_version": __version__,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "kind": "evaluation",
+        "guarantee": guarantee or "unknown: the evaluation does not know how the release was made",
+        "inputs": {
+            name: {"name": path.name, "sha256": fingerprint_file(path), "rows": len(frames[name])}
+            for name, path in paths.items()
+        },
+        "auxiliary": None
+        if auxiliary is None
+        else {"name": Path(auxiliary).name, "rows": len(aux_frame) if aux_frame is not None else 0},
+        "domain_source": "schema"
+        if all(d.source is Source.SCHEMA for d in kept)
+        else "training and holdout data, not DP",
+        "columns": {
+            d.name: {"kind": str(d.kind), "role": str(d.role), "codes": domain[d.name].size}
+            for d in kept
+        },
+        "dropped_columns": dropped,
+        "seed": seed,
+        "not_dp": [NOT_DP],
+        **assessment.to_dict(),
+        "warnings": warnings,
+    }
+    progress("writing", 0.9)
+    html = render_evaluation_report(
+        evaluation, assessment, train=train_table, release=released.impute(rng)
+    )
+    write_release(out, {"evaluation.json": to_json(evaluation), "report.html": html}, force)
+    progress("done", 1.0)
+    return EvaluationResult(out, evaluation, assessment, warnings)
+
+
+def read_hierarchy(path: str | Path) -> dict[str, set[str]]:
+    """An ARX-style hierarchy file (one row per value: the value, then its node at each level)
+    as node label -> the values under it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"hierarchy file {str(path)!r} does not exist; check the path")
+    text = path.read_text(encoding="utf-8-sig")
+    delimiter = ";" if text.count(";") >= text.count(",") else ","
+    nodes: dict[str, set[str]] = {}
+    for row in csv.reader(io.StringIO(text), delimiter=delimiter):
+        cells = [c.strip() for c in row if c.strip()]
+        for label in cells[1:]:
+            nodes.setdefault(label, set()).add(cells[0])
+    if not nodes:
+        raise InputError(f"hierarchy file {str(path)!r} holds no levels; give one row per value")
+    return nodes
+
+
+def to_json(value: dict[str, Any]) -> str:
+    """JSON text with NaN and infinities written as null."""
+    return json.dumps(_finite(value), indent=2, default=_default, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(float(value)) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return _finite(value.tolist())
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _read(path: Path, schema: Schema | None) -> pd.DataFrame:
+    if schema is None:
+        return read_frame(path)
+    return read_frame(path, names=schema.names, missing_values=schema.missing_values)
+
+
+def _check_columns(frames: dict[str, pd.DataFrame], aux: pd.DataFrame | None) -> None:
+    reference = list(frames["train"].columns)
+    for name in ("holdout", "release"):
+        columns = list(frames[name].columns)
+        missing = [c for c in reference if c not in columns]
+        extra = [c for c in columns if c not in reference]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"lacks {missing}")
+            if extra:
+                parts.append(f"has {extra}, which train lacks")
+            raise InputError(
+                f"the {name} file's columns differ from train's: it {' and '.join(parts)}; "
+                "give the three files the same columns"
+            )
+    if aux is not None and not any(c in reference for c in aux.columns):
+        raise InputError(
+            f"the auxiliary file shares no column with train (it has {list(aux.columns)}); it must "
+            "hold some quasi-identifiers under the same names"
+        )
+
+
+def _check_values(frames: dict[str, pd.DataFrame], kept: list[ColumnDecision]) -> None:
+    """All-missing and mixed-type columns of train and holdout are errors that name the column."""
+    for d in kept:
+        for name in ("train", "holdout"):
+            values = frames[name][d.name]
+            present = values.dropna()
+            if present.empty:
+                raise InputError(
+                    f"column {d.name!r} has no values in the {name} file (all missing); drop it "
+                    "from the three files"
+                )
+            if d.kind in (Kind.CATEGORICAL, Kind.ORDINAL) and d.spec is None:
+                numeric = pd.to_numeric(present, errors="coerce").notna().mean()
+                if MIXED_SHARE <= numeric < 1:
+                    bad = int(pd.to_numeric(present, errors="coerce").isna().sum())
+                    raise InputError(
+                        f"column {d.name!r} mixes types in the {name} file: {bad} of its "
+                        f"{len(present)} values are not numbers while the rest are; clean them or "
+                        "declare the column's kind in a schema"
+                    )
+
+
+def _check_release(released: Any) -> None:
+    if len(released) == 0:
+        raise InputError("the release has no rows: nothing to evaluate")
+
+
+def evaluation_domain(
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    schema: Schema | None = None,
+    *,
+    numeric_bins: int = NUMERIC_BINS,
+) -> tuple[Domain, list[ColumnDecision]]:
+    """One domain for the evaluation: the schema where it fixes a column, else train + holdout.
+
+    Reading the domain from the data is not DP; the evaluation is the data owner's own review.
+    Identifiers and free text are dropped (the decisions say why).
+    """
+    decisions = decide_columns(train, schema, unsafe=True)
+    kept = [d for d in decisions if d.modelled]
+    _check_values({"train": train, "holdout": holdout}, kept)
+    both = pd.concat([train, holdout], ignore_index=True)
+    columns = []
+    for d in kept:
+        if d.source is Source.SCHEMA and d.spec is not None:
+            columns.append(d.spec.to_column(d.name))
+        else:
+            columns.append(_column_from_data(both[d.name], d, numeric_bins))
+    return Domain(tuple(columns)), decisions
+
+
+def _column_from_data(values: pd.Series, decision: ColumnDecision, bins: int) -> Column:
+    present = values.dropna()
+    if decision.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
+        counts = present.astype("string").str.strip().value_counts()
+        categories = tuple(sorted(map(str, counts.index[:MAX_CATEGORIES])))
+        return Column(decision.name, decision.kind, decision.role, categories=categories)
+    numbers = as_numbers(present, decision.name, decision.kind)
+    numbers = numbers[~np.isnan(numbers)]
+    lo, hi = float(numbers.min()), float(numbers.max())
+    integer = decision.integer or decision.kind is Kind.DATETIME
+    if integer:
+        lo_i, hi_i = math.floor(lo), math.ceil(hi)
+        edges = (
+            singleton_edges(lo_i, hi_i)
+            if hi_i - lo_i < MAX_SINGLETONS
+            else integer_edges(lo, hi, bins)
+        )
+    else:
+        edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))
+    return Column(decision.name, decision.kind, decision.role, edges=edges, integer=integer)
+
+
+def _auxiliary(frame: pd.DataFrame, domain: Domain) -> Table:
+    """The auxiliary table on the columns it shares with the domain (names and the like dropped)."""
+    shared = [c.name for c in domain if c.name in frame.columns]
+    table, _ = encode_frame(frame[shared], domain.project(shared))
+    return table
+
+
+def _overlap_warning(frames: dict[str, pd.DataFrame], identifiers: list[str]) -> list[str]:
+    """Warn when holdout records are also training records.
+
+    With an identifier column, a shared identifier is an overlap.  Without one, identical rows
+    may be different people with the same values, so rows of the holdout found in train are
+    compared with rows of one part of train found in the rest: an overlap shows as clearly more.
+    """
+    train, holdout = frames["train"], frames["holdout"]
+    for name in identifiers:
+        if name in holdout.columns:
+            shared = int(holdout[name].dropna().isin(set(train[name].dropna())).sum())
+            if shared:
+                return [_overlap_text(shared, f"share an identifier ({name!r}) with train")]
+            return []
+    keys_train = pd.util.hash_pandas_object(train.astype("string"), index=False).to_numpy()
+    keys_holdout = pd.util.hash_pandas_object(holdout.astype("string"), index=False).to_numpy()
+    shared = int(np.isin(keys_holdout, keys_train).sum())
+    if not shared:
+        return []
+    part = min(len(keys_holdout), len(keys_train) // 2)
+    if part == 0:
+        return []
+    keys_train = keys_train[np.random.default_rng(0).permutation(len(keys_train))]  # not private
+    chance = Proportion.of(int(np.isin(keys_train[:part], keys_train[part:]).sum()), part)
+    found = Proportion.of(shared, len(keys_holdout))
+    if found.interval[0] <= chance.interval[1] * len(keys_train) / max(len(keys_train) - part, 1):
+        return []
+    return [_overlap_text(shared, "also appear in train, more than identical values explain")]
+
+
+def _overlap_text(shared: int, how: str) -> str:
+    return (
+        f"{shared} holdout record(s) {how}: the holdout is not unseen data, which voids the "
+        "comparison of distances to train and to holdout (DCR) and the attacks' control; split "
+        "the data so that no record is in both"
+    )

@@ -1,0 +1,113 @@
+"""Planted cases for the attacks: a release that copies training rows, and one that does not."""
+
+import numpy as np
+import pytest
+
+from safeshare.data import Table
+from safeshare.evaluate.attack_risk import EvaluationInputError, attack_risk, newcombe_difference
+from safeshare.evaluate.generalized import from_table
+from safeshare.evaluate.inference import inference
+from safeshare.evaluate.linkability import linkability
+from safeshare.evaluate.linkage import linkage
+from safeshare.evaluate.membership import membership_inference
+from safeshare.evaluate.memorization import memorization
+from safeshare.evaluate.results import Proportion
+from safeshare.evaluate.singling_out import singling_out
+
+QUASI = ["region", "age", "education", "sex"]
+
+
+def run_all(release: Table, train: Table, holdout: Table, seed: int) -> dict[str, object]:
+    rng = np.random.default_rng(seed)
+    return {
+        "singling out": singling_out(release, train, holdout, rng, attacks=300),
+        "linkability": linkability(release, train, holdout, rng, attacks=300),
+        "inference": inference(release, train, holdout, "diagnosis", rng, attacks=300),
+        "linkage": linkage(from_table(release), train, holdout, QUASI, rng, attacks=300),
+        "linkage tolerant": linkage(
+            from_table(release), train, holdout, QUASI, rng, attacks=300, tolerant=True
+        ),
+    }
+
+
+def test_a_release_that_copies_training_rows_is_attacked(train, holdout):
+    same_size = train.take(np.arange(len(holdout)))
+    results = run_all(same_size, same_size, holdout, 0)
+    for name, result in results.items():
+        assert result.significant, name
+        assert result.risk > 0.1, (name, result.risk)
+        assert result.beats_baseline, name
+        assert "risk (95% interval" in result.reading
+    assert results["inference"].risk > 0.8
+    assert results["singling out"].risk > 0.5
+
+
+def test_an_independent_sample_has_no_risk(train, holdout, fresh):
+    """Train (3000) and control (1500) differ in size: the risk must still read 0.
+
+    95% intervals: over 4 seeds x 5 attacks, at most 2 of 20 may miss 0 by chance.
+    """
+    missed = []
+    for seed in range(4):
+        for name, result in run_all(fresh, train, holdout, seed).items():
+            low, high = result.interval
+            if not low <= 0 <= high:
+                missed.append((seed, name, result.interval))
+            else:
+                assert "no measurable risk" in result.reading
+    assert len(missed) <= 2, missed
+
+
+def test_memorization_of_copies_and_of_an_independent_sample(train, holdout, fresh):
+    same_size = train.take(np.arange(len(holdout)))  # the whole training set is the reference
+    copied = memorization(same_size, same_size, holdout, np.random.default_rng(0))
+    assert copied.closer_to_train.value > 0.9  # DCR share near 1
+    assert copied.copies_of_train.value > 0.4
+    assert copied.outlier_copies.value > copied.outlier_baseline.interval[1]
+    null = memorization(fresh, train, holdout, np.random.default_rng(0))
+    assert null.closer_to_train.contains(0.5)
+    assert null.outlier_copies.interval[0] <= null.outlier_baseline.interval[1]
+
+
+def test_membership_inference_planted(train, holdout, fresh):
+    copied = membership_inference(
+        train.take(np.arange(2000)), train, holdout, np.random.default_rng(0)
+    )
+    for result in copied:
+        assert result.significant, result
+    assert copied[0].auc > 0.75 and copied[0].tpr_at_low_fpr > 0.3
+    null = membership_inference(fresh, train, holdout, np.random.default_rng(0))
+    for result in null:
+        assert result.auc_interval[0] <= 0.5 <= result.auc_interval[1], result
+        assert "no better than guessing" in result.reading
+
+
+def test_risk_formula_and_interval_by_hand():
+    # main 60%, control 20% of 500: risk (0.6 - 0.2) / 0.8 = 0.5
+    result = attack_risk("x", "t", main=300, control=100, baseline=10, attacks=500)
+    assert result.risk == pytest.approx(0.5)
+    low, high = newcombe_difference(Proportion.of(300, 500), Proportion.of(100, 500))
+    assert result.interval == pytest.approx((low / 0.8, high / 0.8))
+    # Newcombe's worked example (Statistics in Medicine 1998, table II, 56/70 - 48/80): 0.0524-0.3339
+    low, high = newcombe_difference(Proportion.of(56, 70), Proportion.of(48, 80))
+    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
+
+
+def test_an_attack_no_better_than_guessing_warns():
+    result = attack_risk("weak", "t", main=10, control=10, baseline=12, attacks=500)
+    assert not result.beats_baseline and "no better than random guessing" in result.warnings[0]
+
+
+def test_more_attacks_than_records_is_refused(train, holdout):
+    small = train.take(np.arange(50))
+    with pytest.raises(EvaluationInputError, match="at most 50"):
+        singling_out(small, train, holdout, np.random.default_rng(0), attacks=100)
+    with pytest.raises(EvaluationInputError, match="at most"):
+        inference(
+            train,
+            train,
+            holdout.take(np.arange(40)),
+            "diagnosis",
+            np.random.default_rng(0),
+            attacks=100,
+        )
