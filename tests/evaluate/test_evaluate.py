@@ -68,7 +68,7 @@ def test_a_release_that_copies_training_rows_is_flagged():
         risk.copies_of_train.value > 0.25
     )  # a train subsample of holdout size holds a third of them
     assert risk.closer_to_train.value > 0.6 and risk.closer_to_train.interval[0] > 0.5
-    assert "sign of memorization" in risk.readings[0] and "no sign" not in risk.readings[0]
+    assert risk.verdict()[0] == "bad" and "no sign" not in risk.readings[0]
 
 
 def test_an_independent_sample_is_not_flagged():
@@ -105,3 +105,35 @@ def test_split_is_a_partition():
         train_holdout_split(10, 1.0, np.random.default_rng(0))
     with pytest.raises(InputError, match="too small"):
         train_holdout_split(1, 0.6, np.random.default_rng(0))
+
+
+def mixture(train: Table, share: float, seed: int, nudge: bool) -> Table:
+    """A release of fresh records and ``share`` training records (nudged by one bin, or exact)."""
+    rng = np.random.default_rng(seed)
+    n, k = 2000, int(share * 2000)
+    fresh = population(n - k, 10 + seed)
+    picked = train.take(rng.choice(len(train), k, replace=False))
+    columns = {c: np.concatenate([fresh.column(c), picked.column(c)]) for c in train.columns}
+    if nudge:
+        columns["b"][n - k :] = np.clip(columns["b"][n - k :] + rng.choice([-1, 1], k), 0, 19)
+    return Table(columns, train.domain)
+
+
+def test_near_copies_of_some_training_records_warn():
+    train, holdout = population(3000, 1), population(1000, 2)
+    release = mixture(train, 0.3, seed=3, nudge=True)
+    risk = memorization_risk(release, train, holdout, np.random.default_rng(3))
+    assert risk.closer_to_train.interval[0] > 0.5 and risk.closer_to_train.value < 0.6
+    assert risk.verdict()[0] == "warn"
+    assert "near-copies" in risk.readings[0]
+
+
+def test_an_excess_of_exact_copies_is_flagged_even_when_distances_look_mild():
+    train, holdout = population(3000, 1), population(1000, 2)
+    release = mixture(train, 0.25, seed=1, nudge=False)
+    risk = memorization_risk(release, train, holdout, np.random.default_rng(1))
+    assert risk.closer_to_train.value < 0.6
+    assert risk.verdict() == (
+        "bad",
+        "released records copy training records more often than chance",
+    )

@@ -30,7 +30,7 @@ from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
 from safeshare.evaluate.attack_risk import EvaluationInputError
 from safeshare.evaluate.neighbors import nearest_distances
-from safeshare.evaluate.results import Proportion
+from safeshare.evaluate.results import Proportion, dcr_verdict
 
 THREAT = (
     "Someone compares the release with real records: released records that copy, or sit "
@@ -50,6 +50,10 @@ class MemorizationResult:
     outlier_baseline: Proportion
     distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
+    def verdict(self) -> tuple[str, str]:
+        """Risk class and reading of the DCR share with the copies (see :func:`dcr_verdict`)."""
+        return dcr_verdict(self.closer_to_train, self.copies_of_train, self.copies_of_holdout)
+
     @property
     def readings(self) -> list[str]:
         c = self.closer_to_train
@@ -58,7 +62,7 @@ class MemorizationResult:
                 f"{c.value:.1%} of released records sit closer to a training record than to an "
                 f"unseen one (95% interval {c.interval[0]:.1%}-{c.interval[1]:.1%}; 50% is ideal)"
             )
-            + (": a sign of memorization" if c.interval[0] > 0.5 else ": no sign of memorization"),
+            + f": {self.verdict()[1]}",
             f"{self.copies_of_train.value:.1%} of released records copy a training record; "
             f"{self.copies_of_holdout.value:.1%} equal an unseen record by chance",
             f"{self.outlier_copies.value:.1%} of the {self.outlier_copies.trials} rarest training "

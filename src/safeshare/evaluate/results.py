@@ -41,6 +41,41 @@ class Proportion:
         return self.interval[0] <= x <= self.interval[1]
 
 
+DCR_MEMORIZATION = 0.6  # share of released records closer to train read as memorization
+
+
+def dcr_verdict(
+    closer: Proportion, copies: Proportion | None = None, chance: Proportion | None = None
+) -> tuple[str, str]:
+    """The risk class (good / warn / bad) and reading of a DCR share (ideal 0.5).
+
+    Released records that equal training records more often than unseen ones (``copies``
+    against ``chance``, intervals apart) are copies, whatever the distances say.  Otherwise a
+    share whose interval reaches 0.5 shows nothing; a share significantly above 0.5 but
+    under :data:`DCR_MEMORIZATION` is what any model fitted closely to its training sample
+    gives (it follows that sample's quirks more than the population's); from 0.6 on,
+    released records sit so much closer to training records that they are copying.
+
+    >>> dcr_verdict(Proportion.of(500, 1000))[0], dcr_verdict(Proportion.of(535, 1000))[0]
+    ('good', 'warn')
+    >>> dcr_verdict(Proportion.of(700, 1000))
+    ('bad', 'a sign of memorization')
+    >>> dcr_verdict(Proportion.of(500, 1000), Proportion.of(250, 1000), Proportion.of(190, 1000))
+    ('bad', 'released records copy training records more often than chance')
+    """
+    if copies is not None and chance is not None and copies.interval[0] > chance.interval[1]:
+        return "bad", "released records copy training records more often than chance"
+    if not closer.interval[0] > 0.5:
+        return "good", "no sign of memorization"
+    if closer.value < DCR_MEMORIZATION:
+        return "warn", (
+            "slightly closer to training records, with no excess of exact copies: the release "
+            "follows its training sample more than the population, as a closely fitted model "
+            "does, but some released records may be near-copies"
+        )
+    return "bad", "a sign of memorization"
+
+
 @dataclass(frozen=True)
 class MarginalDistance:
     """Total-variation distances between two tables over k-way marginals."""
@@ -88,6 +123,12 @@ class RiskResult:
     readings: list[str] = field(default_factory=list)
     distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     """Per released record (sampled): distance to the closest train / holdout record."""
+
+    def verdict(self) -> tuple[str, str]:
+        """Risk class and reading (see :func:`dcr_verdict`); "warn" without a holdout."""
+        if self.closer_to_train is None:
+            return "warn", "not measured: no holdout records to compare with"
+        return dcr_verdict(self.closer_to_train, self.copies_of_train, self.copies_of_holdout)
 
     def to_dict(self) -> dict[str, Any]:
         def prop(p: Proportion | None) -> dict[str, Any] | None:

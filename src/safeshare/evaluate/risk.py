@@ -23,7 +23,7 @@ import numpy as np
 
 from safeshare.data.domain import Kind
 from safeshare.data.table import Table
-from safeshare.evaluate.results import Proportion, RiskResult
+from safeshare.evaluate.results import Proportion, RiskResult, dcr_verdict
 
 MAX_RELEASE_SAMPLE = 2000
 _CHUNK_CELLS = 4_000_000
@@ -62,18 +62,12 @@ def memorization_risk(
 
 
 def _readings(train: Proportion, holdout: Proportion, closer: Proportion) -> list[str]:
-    lines = []
-    if closer.interval[0] > 0.5:
-        lines.append(
-            f"Released records sit closer to training records than to unseen ones "
-            f"({closer.value:.1%} vs the ideal 50%): a sign of memorization."
-        )
-    else:
-        lines.append(
-            f"Released records are no closer to training records than to unseen ones "
-            f"({closer.value:.1%}, 95% interval {closer.interval[0]:.1%}-{closer.interval[1]:.1%}; "
-            "ideal 50%): no sign of memorization."
-        )
+    _, verdict = dcr_verdict(closer, train, holdout)
+    lines = [
+        f"{closer.value:.1%} of released records sit closer to a training record than to an "
+        f"unseen one (95% interval {closer.interval[0]:.1%}-{closer.interval[1]:.1%}; "
+        f"ideal 50%): {verdict}."
+    ]
     lines.append(
         f"{train.value:.1%} of released records equal a training record, against {holdout.value:.1%} "
         "that equal an unseen record (what chance alone gives on this domain)."

@@ -56,16 +56,16 @@ def _headline(evaluation: dict[str, Any], assessment: Assessment) -> dict[str, A
     worst = max(
         assessment.attacks, key=lambda a: a.interval[1] if np.isfinite(a.interval[1]) else -1
     )
-    risk_class = "bad" if significant else "good"
     mia = [m for m in assessment.membership if m.significant]
-    if mia or assessment.memorization.closer_to_train.interval[0] > 0.5:
-        risk_class = "bad"
+    dcr_class, dcr_reading = assessment.memorization.verdict()
+    risk_class = "bad" if significant or mia else dcr_class
     return {
         "risk_class": risk_class,
         "worst": worst,
         "significant": significant,
         "membership": assessment.membership,
         "dcr": assessment.memorization.closer_to_train,
+        "dcr_reading": dcr_reading,
         "kmarginal": assessment.kmarginal,
         "efficacy": assessment.efficacy,
         "detection": assessment.detection,

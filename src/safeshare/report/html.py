@@ -99,9 +99,7 @@ def _headline(rows: list[dict[str, Any]], risk: RiskResult) -> dict[str, Any]:
     if with_holdout:
         top = with_holdout[-1]
         utility = {"ways": top["ways"], "release": top["holdout_mean"], "floor": top["floor"]}
-    share = risk.closer_to_train
-    risk_class = "warn" if share is None else ("bad" if share.interval[0] > 0.5 else "good")
-    return {"utility": utility, "risk_class": risk_class}
+    return {"utility": utility, "risk_class": risk.verdict()[0]}
 
 
 def _risk_rows(risk: RiskResult) -> list[dict[str, Any]]:
