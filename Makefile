@@ -3,6 +3,8 @@
 #   make test   creates .venv, installs the test extras, runs lint, types, layers and tests
 PYTHON ?= python3
 VENV ?= .venv
+# the CPU build of PyTorch for the train/text extras (plain `torch` pulls a CUDA build of GBs)
+TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 
 .PHONY: demo test lint typecheck layers pytest bench clean
@@ -16,7 +18,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[test,train,text]"
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

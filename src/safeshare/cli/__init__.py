@@ -16,6 +16,7 @@ from safeshare.cli.demo import demo
 from safeshare.cli.evaluate import evaluate_command
 from safeshare.cli.ledger import ledger_app
 from safeshare.cli.pac import pac_command
+from safeshare.cli.plan import plan_command
 from safeshare.cli.release import release_command
 from safeshare.errors import SafeshareError
 
@@ -35,6 +36,7 @@ app.command("demo")(demo)
 app.command("anonymize")(anonymize_command)
 app.command("evaluate")(evaluate_command)
 app.command("pac")(pac_command)
+app.command("plan")(plan_command)
 app.add_typer(ledger_app, name="ledger")
 
 

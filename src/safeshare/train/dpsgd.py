@@ -1,0 +1,248 @@
+"""DP-SGD on Opacus with Poisson sampling, exact accounting of our own, and no silent footguns.
+
+Opacus accounts every run as Poisson sampling, even when the data loader draws
+shuffled fixed-size batches (``poisson_sampling=False``): epsilon is then understated.
+Here the loader is always Opacus's ``DPDataLoader`` at the exact rate q = B / N that
+the accountant uses (:func:`check_poisson_loader` refuses anything else), the noise
+multiplier comes from :func:`~safeshare.train.accounting.calibrate_noise`, and exactly
+the accounted number of steps is taken.  torch and opacus are imported lazily.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import secrets
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from safeshare.errors import BudgetError, InputError, MissingDependencyError
+from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+
+SAMPLINGS: tuple[str, ...] = ("poisson",)
+CLIPPINGS: tuple[str, ...] = ("ghost", "hooks")
+
+
+def require_torch() -> tuple[Any, Any]:
+    """``(torch, opacus)``, or a clear error naming what to install."""
+    try:
+        import opacus
+        import torch
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"DP training needs torch and opacus ({err.name} is missing); "
+            "install them with: pip install 'safeshare[train]'"
+        ) from None
+    return torch, opacus
+
+
+def check_sampling(sampling: str) -> None:
+    """Refuse any sampling the accountant does not model exactly."""
+    if sampling == "shuffle":
+        raise BudgetError(
+            "sampling='shuffle' draws shuffled fixed-size batches, which are not Poisson "
+            "sampling: accounting them as Poisson (as Opacus does silently) understates "
+            "epsilon; use sampling='poisson'"
+        )
+    if sampling not in SAMPLINGS:
+        raise BudgetError(f"sampling {sampling!r} is unknown; use 'poisson'")
+
+
+def check_poisson_loader(loader: Any, sampling_rate: float) -> None:
+    """Refuse a data loader that is not Poisson sampling at exactly ``sampling_rate``."""
+    from opacus.utils.uniform_sampler import (
+        UniformWithReplacementSampler,
+    )
+
+    sampler = getattr(loader, "batch_sampler", None)
+    if not isinstance(sampler, UniformWithReplacementSampler):
+        raise BudgetError(
+            f"the data loader draws batches with {type(sampler).__name__}, not Poisson "
+            "sampling; DP-SGD accounting here assumes Poisson sampling: build the loader with "
+            "opacus.data_loader.DPDataLoader(dataset, sample_rate=q)"
+        )
+    if not math.isclose(sampler.sample_rate, sampling_rate, rel_tol=1e-12):
+        raise BudgetError(
+            f"the loader samples at rate {sampler.sample_rate:.6g} but the accountant was "
+            f"given {sampling_rate:.6g}; use one rate for both"
+        )
+
+
+def secure_noise_available() -> bool:
+    """Opacus's secure mode needs torchcsprng."""
+    return importlib.util.find_spec("torchcsprng") is not None
+
+
+@dataclass(frozen=True)
+class DPSGDSettings:
+    """What the accountant needs and what the card reports."""
+
+    records: int
+    batch_size: int
+    epochs: float
+    epsilon: float
+    delta: float
+    max_grad_norm: float = 1.0
+    accountant: Accounting = "pld"
+    clipping: str = "ghost"
+    sampling: str = "poisson"
+
+    def __post_init__(self) -> None:
+        check_sampling(self.sampling)
+        if self.clipping not in CLIPPINGS:
+            raise InputError(f"clipping {self.clipping!r} is unknown; use one of {CLIPPINGS}")
+        if isinstance(self.batch_size, bool) or not 1 <= self.batch_size <= self.records // 2:
+            raise InputError(
+                f"batch size {self.batch_size!r} must lie in [1, {self.records // 2}] (half the "
+                f"{self.records} training records); try a smaller batch"
+            )
+        if not (math.isfinite(self.epochs) and self.epochs > 0):
+            raise InputError(f"epochs must be a positive number, got {self.epochs!r}")
+        if not (math.isfinite(self.max_grad_norm) and self.max_grad_norm > 0):
+            raise InputError(f"max_grad_norm must be positive, got {self.max_grad_norm!r}")
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.records
+
+    @property
+    def steps(self) -> int:
+        return math.ceil(self.epochs * self.records / self.batch_size)
+
+
+@dataclass(frozen=True)
+class DPSGDRun:
+    """The privacy facts of a finished run."""
+
+    settings: DPSGDSettings
+    noise_multiplier: float
+    epsilon: float
+    steps_taken: int
+    noise_source: str
+    secure_noise: bool
+
+    def privacy(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "guarantee": f"({self.epsilon:.4g}, {s.delta:.3g})-DP",
+            "epsilon": self.epsilon,
+            "epsilon_budget": s.epsilon,
+            "delta": s.delta,
+            "privacy_unit": "record",
+            "accountant": f"{s.accountant} (dp-accounting), Poisson-subsampled Gaussian",
+            "sampling": "poisson",
+            "sampling_rate": s.sampling_rate,
+            "expected_batch_size": s.batch_size,
+            "steps": self.steps_taken,
+            "noise_multiplier": self.noise_multiplier,
+            "clipping_norm": s.max_grad_norm,
+            "clipping": f"per-sample, flat ({s.clipping}, Opacus)",
+            "noise_source": self.noise_source,
+            "secure_noise": self.secure_noise,
+            "public": "the number of training records and the feature domain",
+        }
+
+
+def run_dpsgd(
+    module: Any,
+    features: Any,
+    labels: Any,
+    settings: DPSGDSettings,
+    *,
+    make_optimizer: Callable[[Any], Any],
+    generator: Any,
+    seeded: bool,
+    progress: Callable[[str, float], None] | None = None,
+) -> DPSGDRun:
+    """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD."""
+    torch, _ = require_torch()
+    from opacus import PrivacyEngine
+    from opacus.data_loader import DPDataLoader
+
+    q, steps = settings.sampling_rate, settings.steps
+    sigma = calibrate_noise(
+        settings.epsilon, settings.delta, q, steps, accountant=settings.accountant
+    )
+    spent = dpsgd_epsilon(sigma, q, steps, settings.delta, accountant=settings.accountant)
+    loader = DPDataLoader(
+        torch.utils.data.TensorDataset(features, labels), sample_rate=q, generator=generator
+    )
+    check_poisson_loader(loader, q)
+    secure = not seeded and secure_noise_available()
+    with warnings.catch_warnings():  # the card states whether the noise is secure
+        warnings.filterwarnings("ignore", message="Secure RNG turned off")
+        engine = PrivacyEngine(secure_mode=secure)
+    criterion = torch.nn.CrossEntropyLoss()
+    wrapped = engine.make_private(
+        module=module,
+        optimizer=make_optimizer(module.parameters()),
+        criterion=criterion,
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=settings.max_grad_norm,
+        poisson_sampling=False,  # the loader is already Poisson at exactly q (checked above)
+        grad_sample_mode=settings.clipping,
+        noise_generator=None if secure else generator,
+    )
+    if settings.clipping == "ghost":
+        model, optimizer, criterion, loader = wrapped
+    else:
+        model, optimizer, loader = wrapped
+    check_poisson_loader(loader, q)
+    model.train()
+    with warnings.catch_warnings():
+        # ghost clipping's double backward on inputs that need no gradient: expected, harmless
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        taken = _steps(model, optimizer, criterion, loader, steps, progress)
+    remove_hooks = getattr(model, "remove_hooks", None)
+    if callable(remove_hooks):  # leave the caller's module as it was, without Opacus's hooks
+        remove_hooks()
+    if seeded:
+        source = "torch.Generator from the caller's seed: reproducible, NOT secure"
+    elif secure:
+        source = "torchcsprng (Opacus secure mode)"
+    else:
+        source = (
+            "torch.Generator seeded from the OS's CSPRNG (secrets); the stream itself is not "
+            "cryptographically secure: torchcsprng is not installed for Opacus's secure mode"
+        )
+    return DPSGDRun(settings, sigma, spent, taken, source, secure)
+
+
+def _steps(
+    model: Any,
+    optimizer: Any,
+    criterion: Any,
+    loader: Any,
+    steps: int,
+    progress: Callable[[str, float], None] | None,
+) -> int:
+    """Exactly ``steps`` optimizer steps over Poisson batches (the accounted number)."""
+    taken = 0
+    while taken < steps:
+        for batch_x, batch_y in loader:
+            if taken == steps:
+                break
+            optimizer.zero_grad()
+            loss = criterion(model(batch_x), batch_y)
+            loss.backward()
+            optimizer.step()
+            taken += 1
+            if progress is not None and taken % 20 == 0:
+                progress("DP-SGD steps", taken / steps)
+    return taken
+
+
+def torch_generator(rng: int | None) -> tuple[Any, bool]:
+    """A ``torch.Generator`` from the caller's seed, or from the OS when ``rng`` is None."""
+    torch, _ = require_torch()
+    generator = torch.Generator()
+    if rng is None:
+        generator.manual_seed(secrets.randbits(63))
+        return generator, False
+    if isinstance(rng, bool) or not isinstance(rng, int):
+        raise InputError(f"rng must be a whole-number seed or None (secure), got {rng!r}")
+    generator.manual_seed(rng)
+    return generator, True

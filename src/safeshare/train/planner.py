@@ -1,0 +1,190 @@
+"""The privacy planner: batch size, steps and noise for a DP-SGD run, before any compute is spent.
+
+For each candidate batch size B (Poisson sampling at rate q = B / records) the number
+of steps follows from the epochs (or a cap on steps), and the noise multiplier sigma
+from exact calibration (:func:`~safeshare.train.accounting.calibrate_noise`).  The
+candidates are ranked by the noise-batch ratio sigma / B: the standard deviation of
+the noise on the *averaged* clipped gradient, in units of the clipping norm, which the
+DP scaling laws (McKenna et al. 2025) use as the key quantity: lower is better at
+equal steps.  The privacy side is exact; no loss is predicted here.
+
+>>> plan = plan_training(50_000, 1.0, 1e-6, epochs=10, batch_sizes=(256, 1024),
+...                      accountant="rdp")
+>>> [(c.batch_size, c.steps, round(c.noise_multiplier, 2)) for c in plan.candidates]
+[(1024, 489, 2.27), (256, 1954, 1.31)]
+>>> plan.best.batch_size, plan.best.epsilon <= 1.0
+(1024, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from safeshare.dp.budget import check_delta, check_epsilon
+from safeshare.errors import BudgetError, InputError
+from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+
+DEFAULT_BATCH_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One DP-SGD configuration that spends exactly (at most) the budget."""
+
+    batch_size: int
+    sampling_rate: float
+    steps: int
+    epochs: float
+    noise_multiplier: float
+    epsilon: float
+
+    @property
+    def noise_batch_ratio(self) -> float:
+        """sigma / B: noise std on the averaged gradient, in clipping-norm units."""
+        return self.noise_multiplier / self.batch_size
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "sampling_rate": self.sampling_rate,
+            "steps": self.steps,
+            "epochs": self.epochs,
+            "noise_multiplier": self.noise_multiplier,
+            "noise_batch_ratio": self.noise_batch_ratio,
+            "epsilon": self.epsilon,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Candidates ranked by noise-batch ratio (best first), and the batch sizes left out."""
+
+    records: int
+    epsilon: float
+    delta: float
+    accountant: str
+    candidates: tuple[Candidate, ...]
+    skipped: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[0]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "privacy_unit": "record",
+            "sampling": "poisson",
+            "accountant": self.accountant,
+            "ranking": "noise_batch_ratio (lower is better; exact privacy, no loss estimate)",
+            "candidates": [c.describe() for c in self.candidates],
+            "skipped": {str(b): why for b, why in self.skipped.items()},
+        }
+
+
+def _steps(records: int, batch_size: int, epochs: float | None, max_steps: int | None) -> int:
+    if epochs is None:
+        if max_steps is None:
+            raise InputError("give epochs or max_steps (a compute budget in steps), or both")
+        return max_steps
+    steps = math.ceil(epochs * records / batch_size)
+    return steps if max_steps is None else min(steps, max_steps)
+
+
+def plan_training(
+    records: int,
+    epsilon: float,
+    delta: float,
+    *,
+    epochs: float | None = None,
+    batch_sizes: Sequence[int] | None = None,
+    max_steps: int | None = None,
+    accountant: Accounting = "pld",
+    tolerance: float = 5e-3,
+    progress: Callable[[str, float], None] | None = None,
+) -> Plan:
+    """Candidate configurations for training on ``records`` records at (epsilon, delta).
+
+    ``epochs`` sets steps = ceil(epochs * records / B); ``max_steps`` caps them (a
+    compute budget).  Each noise multiplier is within ``tolerance`` (relative) of the
+    smallest that meets the budget, and always meets it.  Raises :class:`BudgetError`
+    naming what *can* be reached when no batch size reaches ``epsilon``.
+    """
+    if isinstance(records, bool) or not isinstance(records, int) or records < 2:
+        raise InputError(f"records must be a whole number of at least 2, got {records!r}")
+    check_epsilon(epsilon)
+    check_delta(delta)
+    if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
+        raise InputError(f"epochs must be a positive number, got {epochs!r}; try --epochs 10")
+    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
+        raise InputError(f"max_steps must be a positive whole number, got {max_steps!r}")
+    sizes = sorted(set(DEFAULT_BATCH_SIZES if batch_sizes is None else batch_sizes))
+    if not sizes or sizes[0] < 1:
+        raise InputError(f"batch sizes must be positive whole numbers, got {list(sizes)}")
+    candidates: list[Candidate] = []
+    skipped: dict[int, str] = {}
+    usable = [b for b in sizes if b <= records // 2]
+    for size in sizes:
+        if size not in usable:
+            skipped[size] = f"batch size above half the {records} records"
+    for done, size in enumerate(usable):
+        if progress is not None:
+            progress(f"calibrating batch {size}", done / len(usable))
+        q = size / records
+        steps = _steps(records, size, epochs, max_steps)
+        try:
+            sigma = calibrate_noise(
+                epsilon, delta, q, steps, accountant=accountant, tolerance=tolerance
+            )
+        except BudgetError as err:
+            skipped[size] = str(err)
+            continue
+        spent = dpsgd_epsilon(sigma, q, steps, delta, accountant=accountant)
+        candidates.append(Candidate(size, q, steps, steps * q, sigma, spent))
+    if not candidates:
+        raise BudgetError(_unreachable(records, epsilon, delta, usable, epochs, max_steps))
+    candidates.sort(key=lambda c: c.noise_batch_ratio)
+    return Plan(records, epsilon, delta, accountant, tuple(candidates), skipped)
+
+
+def _unreachable(
+    records: int,
+    epsilon: float,
+    delta: float,
+    sizes: list[int],
+    epochs: float | None,
+    max_steps: int | None,
+) -> str:
+    if not sizes:
+        return (
+            f"no batch size fits {records} records (each must be at most half of them); "
+            "pass smaller --batch-sizes"
+        )
+    # the least-spending candidate: smallest batch; what it reaches at sigma = 1024, and
+    # how many steps would fit the budget at a sensible noise multiplier (sigma = 10)
+    size = sizes[0]
+    q = size / records
+    steps = _steps(records, size, epochs, max_steps)
+    floor = dpsgd_epsilon(1024.0, q, steps, delta, accountant="rdp")
+    fits = 0
+    trial = steps
+    while trial >= 1:
+        if dpsgd_epsilon(10.0, q, trial, delta, accountant="rdp") <= epsilon:
+            fits = trial
+            break
+        trial //= 2
+    hint = (
+        f"at most about {fits} steps (epochs {fits * q:.3g}) fit with noise multiplier 10"
+        if fits
+        else "not even one step fits with noise multiplier 10"
+    )
+    return (
+        f"epsilon={epsilon:g} at delta={delta:g} cannot be reached: batch {size} over {steps} "
+        f"steps spends at least epsilon={floor:.3g} even with noise multiplier 1024; {hint}; "
+        "use fewer epochs, more records, or a larger epsilon"
+    )
