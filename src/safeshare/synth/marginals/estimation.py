@@ -32,6 +32,8 @@ from safeshare.synth.marginals.junction_tree import JunctionTree
 from safeshare.synth.marginals.model import GraphicalModel
 
 _LINE_SEARCH_STEPS = 30
+# cliques above this many cells compute their measured marginals through shared partial sums
+_SHARED_SUMS_CELLS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -110,16 +112,30 @@ def estimate(
         mask = expand_to(np.asarray(allowed, dtype=bool), zero_attrs, tree.cliques[i])
         potentials[i] = np.where(mask, potentials[i], -np.inf)
     model = GraphicalModel(tree, sizes, potentials, n)
-    placed = [(m, _clique_of(tree, m)) for m in measurements]
+    placed = [(m, _clique_of(tree, m), _first_axis(tree, m, sizes)) for m in measurements]
 
     def loss_and_gradient(marginals: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
         loss = 0.0
         gradient = [np.zeros_like(mu) for mu in marginals]
-        for m, c in placed:
-            diff = sum_to(marginals[c], tree.cliques[c], m.attrs) - m.values
+        # in a large clique, measurements that drop the same largest axis share its sum (and
+        # their gradients meet on that smaller array before one pass over the clique)
+        partial: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, tuple[str, ...]]] = {}
+        for m, c, axis in placed:
+            clique = tree.cliques[c]
+            if axis is None:
+                source, grad, attrs = marginals[c], gradient[c], clique
+            else:
+                if (c, axis) not in partial:
+                    summed = marginals[c].sum(axis=clique.index(axis))
+                    rest = tuple(a for a in clique if a != axis)
+                    partial[(c, axis)] = (summed, np.zeros_like(summed), rest)
+                source, grad, attrs = partial[(c, axis)]
+            diff = sum_to(source, attrs, m.attrs) - m.values
             weighted = m.weight * diff
             loss += 0.5 * float(np.sum(weighted * diff))
-            gradient[c] += expand_to(weighted, m.attrs, tree.cliques[c])
+            grad += expand_to(weighted, m.attrs, attrs)
+        for (c, _), (_, grad, attrs) in partial.items():
+            gradient[c] += expand_to(grad, attrs, tree.cliques[c])
         return loss, gradient
 
     marginals = model.marginals()
@@ -161,6 +177,15 @@ def _clique_of(tree: JunctionTree, m: Measurement) -> int:
     if index is None:
         raise ValueError(f"no clique holds the measured attributes {m.attrs}")
     return index
+
+
+def _first_axis(tree: JunctionTree, m: Measurement, sizes: Mapping[str, int]) -> str | None:
+    """The largest axis of a large clique that ``m`` sums out (None: sum directly)."""
+    clique = tree.cliques[_clique_of(tree, m)]
+    dropped = [a for a in clique if a not in m.attrs]
+    if not dropped or int(np.prod([sizes[a] for a in clique])) < _SHARED_SUMS_CELLS:
+        return None
+    return max(dropped, key=lambda a: sizes[a])
 
 
 def _initial_potentials(

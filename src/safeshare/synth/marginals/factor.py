@@ -14,11 +14,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
+_STAGED_SUM_CELLS = 1 << 16  # arrays from this size sum out several axes one at a time
+
 
 def sum_to(values: np.ndarray, attrs: Sequence[str], keep: Sequence[str]) -> np.ndarray:
     """Sum out the axes not in ``keep``; the result's axes follow ``keep``'s order."""
     drop = tuple(i for i, a in enumerate(attrs) if a not in keep)
-    summed = values.sum(axis=drop) if drop else values
+    summed = values
+    if len(drop) > 1 and values.size >= _STAGED_SUM_CELLS:
+        # one axis at a time, largest first: numpy's multi-axis reduce is slower on big arrays
+        left = list(attrs)
+        for axis in sorted(drop, key=lambda i: -values.shape[i]):
+            summed = summed.sum(axis=left.index(attrs[axis]))
+            left.remove(attrs[axis])
+    elif drop:
+        summed = values.sum(axis=drop)
     remaining = [a for a in attrs if a in keep]
     if list(keep) == remaining:
         return summed

@@ -144,7 +144,9 @@ class GraphicalModel:
 
     def _calibrate(self) -> list[np.ndarray]:
         cliques = self.tree.cliques
-        factors = [np.exp(p - p.max()) for p in self.log_potentials]
+        factors = [p - p.max() for p in self.log_potentials]
+        for factor in factors:
+            np.exp(factor, out=factor)
         messages: dict[tuple[int, int], np.ndarray] = {}
         for sender, receiver in self._schedule:
             belief = self._belief(sender, factors[sender], messages, exclude=receiver)
@@ -155,8 +157,8 @@ class GraphicalModel:
         for i, factor in enumerate(factors):
             belief = self._belief(i, factor, messages, exclude=None)
             total = belief.sum()
-            if total > 0:
-                belief = belief * (self.total / total)
+            if total > 0:  # each belief is a fresh array here (or a factor used no more)
+                belief *= self.total / total
             marginals.append(belief)
         return marginals
 
@@ -167,10 +169,15 @@ class GraphicalModel:
         messages: dict[tuple[int, int], np.ndarray],
         exclude: int | None,
     ) -> np.ndarray:
-        belief = factor
-        for k in self.tree.neighbors(i):
-            if k == exclude:
-                continue
-            separator = self._separators[(k, i)]
-            belief = belief * expand_to(messages[(k, i)], separator, self.tree.cliques[i])
-        return belief
+        incoming = [
+            (messages[(k, i)], self._separators[(k, i)])
+            for k in self.tree.neighbors(i)
+            if k != exclude
+        ]
+        if not incoming:
+            return factor
+        # multiply the messages on their (smaller) joint axes, then the clique once
+        product, axes = incoming[0][0], tuple(incoming[0][1])
+        for message, separator in incoming[1:]:
+            product, axes = multiply(product, axes, message, separator)
+        return factor * expand_to(product, axes, self.tree.cliques[i])
