@@ -60,3 +60,7 @@ class OutputExistsError(SafeshareError, FileExistsError):
 
 class MissingDependencyError(SafeshareError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
+
+
+class ModelAPIError(SafeshareError, ConnectionError):
+    """A model's server failed or could not be reached (after retries)."""

@@ -4,6 +4,7 @@ from safeshare.synth.aim import AIM
 from safeshare.synth.base import Synthesizer
 from safeshare.synth.constraints import Constraint
 from safeshare.synth.mst import MST
+from safeshare.synth.pe import PrivateEvolution
 from safeshare.synth.workload import Workload
 
-__all__ = ["AIM", "MST", "Constraint", "Synthesizer", "Workload"]
+__all__ = ["AIM", "MST", "Constraint", "PrivateEvolution", "Synthesizer", "Workload"]

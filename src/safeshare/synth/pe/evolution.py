@@ -1,0 +1,350 @@
+"""PrivateEvolution: DP synthetic data from a model's inference API, no training on private data.
+
+Lin et al., "Differentially Private Synthetic Data via Foundation Model APIs" (ICLR
+2024).  The random API proposes a population; for ``T`` iterations the private
+records vote for their nearest samples (a DP histogram, see
+:mod:`safeshare.synth.pe.histogram`), the best voted are selected and varied into the next
+population.  The last population, weighted by its noisy votes, is the model:
+``sample(n)`` draws from it for free (post-processing).
+
+The budget is spent by the ``T`` histograms only.  ``epsilon``/``delta`` calibrate
+their noise exactly through Gaussian DP (:mod:`safeshare.synth.pe.accounting`); ``rho`` (a
+zCDP share, as the release pipeline passes it) uses ``sigma = sqrt(T / (2 rho))``.
+``privacy_events()`` states the cost before any data is read.
+
+>>> from safeshare.data.examples import load_example
+>>> from safeshare.data import Table
+>>> from safeshare.synth.pe.tabular import DomainAPI, TabularEmbedder
+>>> frame, schema = load_example("fair")
+>>> table, _ = Table.from_frame(frame, schema.domain())
+>>> model = PrivateEvolution(api=DomainAPI(table.domain), embedder=TabularEmbedder(table.domain),
+...                          epsilon=1.0, delta=1e-9, iterations=4, samples_per_iteration=200,
+...                          rng=0)
+>>> len(model.privacy_events()), round(model.noise_scale(), 2)
+(4, 10.99)
+>>> synthetic = model.fit(table).sample(100)
+>>> synthetic.columns == table.columns, len(synthetic)
+(True, 100)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+
+from safeshare._progress import Progress, no_progress
+from safeshare.data.domain import Domain
+from safeshare.data.table import Table
+from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
+from safeshare.synth.pe.accounting import (
+    gdp_epsilon,
+    histogram_events,
+    noise_from_rho,
+    noise_multiplier,
+)
+from safeshare.synth.pe.api import Embedder, RandomAPI, VariationAPI
+from safeshare.synth.pe.checkpoint import Checkpoint
+from safeshare.synth.pe.histogram import NearestNeighbourHistogram, Selection, select, systematic
+from safeshare.synth.pe.population import Population
+
+
+@dataclass(frozen=True)
+class IterationInfo:
+    """What a callback sees after each histogram: DP outputs only, never private records."""
+
+    iteration: int
+    iterations: int
+    population: Population
+    sigma: float
+
+
+Callback = Callable[[IterationInfo], None]
+
+
+class PrivateEvolution:
+    """The PE estimator: ``api`` has ``random`` and ``vary``; ``embedder`` has ``embed``
+    (both default, for a Table, to :mod:`safeshare.synth.pe.tabular` over its Domain).
+
+    ``samples_per_iteration``: population size measured at each iteration (an int or one
+    per iteration).  ``variation_degrees``: how far variations move (one per iteration
+    after the first; default decreasing from 0.5 to 0.1).  ``neighbours``: votes per
+    record (k).  ``threshold``: votes below it count 0.  ``checkpoint``: a folder to
+    save each step into and resume from.  ``rng=None`` draws secure noise; an int makes
+    the run (and its resumption) reproducible and not private against whoever knows it.
+    """
+
+    def __init__(
+        self,
+        api: Any = None,
+        embedder: Embedder | None = None,
+        *,
+        epsilon: float | None = 1.0,
+        delta: float = 1e-9,
+        rho: float | None = None,
+        iterations: int = 10,
+        samples_per_iteration: int | Sequence[int] = 1000,
+        variation_degrees: float | Sequence[float] | None = None,
+        neighbours: int = 1,
+        threshold: float = 0.0,
+        selection: Selection = "sample",
+        checkpoint: str | Path | None = None,
+        callbacks: Sequence[Callback] = (),
+        rng: int | np.random.Generator | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.api = api
+        self.embedder = embedder
+        self.epsilon = epsilon
+        self.delta = delta
+        self.rho = rho
+        self.iterations = iterations
+        self.samples_per_iteration = samples_per_iteration
+        self.variation_degrees = variation_degrees
+        self.neighbours = neighbours
+        self.threshold = threshold
+        self.selection = selection
+        self.checkpoint = checkpoint
+        self.callbacks = callbacks
+        self.rng = rng
+        self.progress = progress
+
+    # -- cost, stated before any data is read ----------------------------------------------
+
+    def noise_scale(self) -> float:
+        """The Gaussian noise scale ``sigma`` of each histogram."""
+        if self.rho is not None:
+            return noise_from_rho(self.rho, self.iterations)
+        if self.epsilon is None:
+            raise BudgetError("give PrivateEvolution a budget: epsilon (with delta) or rho")
+        return noise_multiplier(self.epsilon, self.delta, self.iterations)
+
+    def privacy_events(self, columns: Domain | Sequence[str] | None = None) -> list[PrivacyEvent]:
+        """One sensitivity-1 Gaussian histogram per iteration (columns do not matter)."""
+        return list(histogram_events(self.noise_scale(), self.iterations))
+
+    def privacy_spent(self) -> list[PrivacyEvent]:
+        """PE's steps are fixed in advance: it spends exactly what it declares."""
+        return self.privacy_events()
+
+    def schedule(self) -> list[int]:
+        """The population size measured at each iteration."""
+        sizes = self.samples_per_iteration
+        out = [sizes] * self.iterations if isinstance(sizes, int) else list(sizes)
+        if len(out) != self.iterations or any(
+            not isinstance(n, int | np.integer) or n < 1 for n in out
+        ):
+            raise InputError(
+                f"samples_per_iteration must be a positive int or {self.iterations} of them "
+                "(one per iteration)"
+            )
+        return [int(n) for n in out]
+
+    def degrees(self) -> list[float]:
+        """The variation degree used after each iteration but the last."""
+        count = self.iterations - 1
+        given = self.variation_degrees
+        if given is None:
+            out = list(np.linspace(0.5, 0.1, count)) if count > 1 else [0.5] * count
+        elif isinstance(given, int | float):
+            out = [float(given)] * count
+        else:
+            out = [float(d) for d in given]
+        if len(out) != count or not all(0 < d <= 1 for d in out):
+            raise InputError(
+                f"variation_degrees must be a number in (0, 1] or {count} of them (one per "
+                "iteration after the first)"
+            )
+        return [float(d) for d in out]
+
+    def check_useful(self, n_private: int) -> None:
+        """Refuse a budget whose noise would drown the average vote; say what would work."""
+        sigma, biggest = self.noise_scale(), max(self.schedule())
+        mean_votes = n_private / biggest
+        if mean_votes >= sigma:
+            return
+        fewer = max(1, int(n_private / sigma))
+        wanted = gdp_epsilon(math.sqrt(self.iterations) / (mean_votes or 1.0), self.delta)
+        raise BudgetError(
+            f"the noise (sigma={sigma:.3g} votes) exceeds the {mean_votes:.3g} votes a sample gets "
+            f"on average; use samples_per_iteration <= {fewer}, fewer iterations, or epsilon >= "
+            f"{wanted:.2g}"
+        )
+
+    # -- fit and sample ----------------------------------------------------------------------
+
+    fitted_: bool = False
+
+    def fit(self, data: Table | pd.DataFrame) -> Self:
+        """Evolve the population against ``data`` (a Table of codes, or a frame for text)."""
+        if self.fitted_:
+            raise RefitError(
+                "PrivateEvolution is already fitted; a second fit would spend the privacy budget "
+                "again. Create a new one (and check the ledger) instead"
+            )
+        frame = self._frame(data)
+        api, embedder = self._parts()
+        if not isinstance(api, RandomAPI) or not isinstance(api, VariationAPI):
+            raise InputError("api must have random(n, rng) and vary(samples, degree, rng)")
+        sigma, sizes, degrees = self.noise_scale(), self.schedule(), self.degrees()
+        histogram = NearestNeighbourHistogram(sigma, self.neighbours, self.threshold)
+        if self.selection not in ("rank", "sample"):
+            raise InputError(f"selection must be 'rank' or 'sample', not {self.selection!r}")
+        if len(frame) == 0:
+            raise InputError("cannot fit PrivateEvolution on an empty table")
+        self.check_useful(len(frame))
+        report = self.progress or no_progress
+        streams = self._streams()
+        store = (
+            Checkpoint(self.checkpoint, self._settings(sigma, sizes, degrees, streams[0].secure))
+            if self.checkpoint is not None
+            else None
+        )
+        private = self._embed(embedder, frame, "the private data")
+
+        population = store.load() if store is not None else None
+        if population is None:
+            report("drawing the first population", 0.0)
+            first = self._checked(api.random(sizes[0], streams[0].generator()), sizes[0])
+            population = Population.random(first)
+            if store is not None:
+                store.save(population)
+        while True:
+            t = population.iteration + 1  # the histogram this population gets, 1..T
+            if not population.measured:
+                report(f"private votes {t}/{self.iterations}", (t - 1) / self.iterations)
+                embedded = self._embed(
+                    embedder, population.samples, f"the population of iteration {t}"
+                )
+                votes = histogram.release(private, embedded, streams[t])
+                population = population.with_votes(votes)
+                if store is not None:
+                    store.save(population)
+                for callback in self.callbacks:
+                    callback(IterationInfo(t, self.iterations, population, sigma))
+            if t >= self.iterations:
+                break
+            rng = streams[t].generator()
+            parents = select(population.weights(), sizes[t], self.selection, rng)
+            chosen = population.samples.iloc[parents].reset_index(drop=True)
+            varied = self._checked(api.vary(chosen, degrees[t - 1], rng), sizes[t])
+            population = population.offspring(varied, parents)
+            if store is not None:
+                store.save(population)
+        report("done", 1.0)
+        self.population_ = population
+        self.sigma_ = sigma
+        self.secure_noise_ = streams[0].secure
+        self._sampler = streams[-1]
+        self.fitted_ = True
+        return self
+
+    def sample(self, n: int | None = None) -> Any:
+        """``n`` rows drawn in proportion to the votes.
+
+        The default ``n`` is the record count read off the last noisy votes (each record
+        casts ``sqrt(k)`` votes in all): DP post-processing, never the exact private count.
+        """
+        if not self.fitted_:
+            raise NotFittedError("PrivateEvolution is not fitted yet; call fit(data) first")
+        if n is None:
+            votes = float(self.population_.weights().sum())
+            n = max(1, round(votes / math.sqrt(self.neighbours)))
+        if n < 0:
+            raise InputError(f"n must be non-negative, got {n}")
+        rows = systematic(self.population_.weights(), n, self._sampler.generator())
+        frame = self.population_.samples.iloc[rows].reset_index(drop=True)
+        if self.domain_ is None:
+            return frame
+        return Table({c: frame[c].to_numpy() for c in self.domain_.names}, self.domain_)
+
+    def describe(self) -> dict[str, Any]:
+        """Parameters and what was public, for the privacy card."""
+        sigma = self.noise_scale()
+        mu = math.sqrt(self.iterations) / sigma
+        return {
+            "method": "private evolution",
+            "iterations": self.iterations,
+            "sigma": sigma,
+            "gdp_mu": mu,
+            "epsilon_exact_gdp": gdp_epsilon(mu, self.delta),
+            "delta": self.delta,
+            "samples_per_iteration": self.schedule(),
+            "neighbours": self.neighbours,
+            "threshold": self.threshold,
+            "selection": self.selection,
+            "public": ["the random and variation APIs and their inputs", "the embedder"],
+            "private": ["the records, through the noisy nearest-neighbour votes only"],
+        }
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    domain_: Domain | None = None
+
+    def _frame(self, data: Table | pd.DataFrame) -> pd.DataFrame:
+        if isinstance(data, Table):
+            self.domain_ = data.domain
+            return pd.DataFrame({c: data.column(c) for c in data.columns})
+        if isinstance(data, pd.DataFrame):
+            return data.reset_index(drop=True)
+        raise InputError(f"fit takes a Table or a DataFrame, not {type(data).__name__}")
+
+    def _streams(self) -> list[Randomness]:
+        """One source per step (0: first draw, 1..T: iterations, T+1: sampling)."""
+        count = self.iterations + 2
+        if self.rng is None:
+            return [Randomness() for _ in range(count)]
+        base = Randomness(self.rng).generator()  # seeded: a deterministic child of the seed
+        return [Randomness(g) for g in base.spawn(count)]
+
+    def _parts(self) -> tuple[Any, Embedder]:
+        """The APIs and embedder; for a Table without them, the Domain's (tabular PE)."""
+        api, embedder = self.api, self.embedder
+        if api is None or embedder is None:
+            if self.domain_ is None:
+                raise InputError("give api= and embedder= (only a Table's Domain provides them)")
+            from safeshare.synth.pe.tabular import DomainAPI, TabularEmbedder
+
+            api = DomainAPI(self.domain_) if api is None else api
+            embedder = TabularEmbedder(self.domain_) if embedder is None else embedder
+        return api, embedder
+
+    @staticmethod
+    def _embed(embedder: Embedder, samples: pd.DataFrame, what: str) -> np.ndarray:
+        vectors = np.asarray(embedder.embed(samples))
+        if vectors.ndim != 2 or len(vectors) != len(samples):
+            raise InputError(
+                f"the embedder returned shape {vectors.shape} for {what} ({len(samples)} rows); "
+                "it must return one vector per row"
+            )
+        if not np.isfinite(vectors).all():
+            raise InputError(f"the embedder returned NaN or infinite values for {what}")
+        return vectors
+
+    @staticmethod
+    def _checked(samples: pd.DataFrame, n: int) -> pd.DataFrame:
+        if not isinstance(samples, pd.DataFrame) or len(samples) != n:
+            got = len(samples) if isinstance(samples, pd.DataFrame) else type(samples).__name__
+            raise InputError(f"the API returned {got} samples where {n} were asked for")
+        return samples.reset_index(drop=True)
+
+    def _settings(
+        self, sigma: float, sizes: list[int], degrees: list[float], secure: bool
+    ) -> dict[str, Any]:
+        return {
+            "sigma": sigma,
+            "iterations": self.iterations,
+            "samples_per_iteration": sizes,
+            "variation_degrees": degrees,
+            "neighbours": self.neighbours,
+            "threshold": self.threshold,
+            "selection": self.selection,
+            "secure_noise": secure,
+        }

@@ -1,0 +1,232 @@
+"""LLM text APIs for PE through any OpenAI-compatible server (vLLM, Ollama, llama.cpp, hosted).
+
+:class:`ChatClient` speaks ``POST {base_url}/chat/completions`` with the standard library
+(``urllib``): requests run ``concurrency`` at a time, failures (connection errors, 408,
+429, 5xx) are retried with exponential backoff (``Retry-After`` honoured), the API key is
+read from an environment variable, and a server that stays unreachable stops the run with
+a :class:`ModelAPIError` naming the URL (PE's checkpoint keeps finished iterations).
+:class:`LLMTextAPI` implements PE's random and variation APIs with Aug-PE-style prompts
+from ``prompts/aug_pe.txt``: RANDOM asks for a text of the label with public keywords,
+VARIATION masks a share ``degree`` of a synthetic text's words and asks to fill them.
+Only prompts and synthetic samples are sent; private records never are.  Empty replies
+are counted (``failures``) and replaced: by the input sample for a variation, by a
+public template for a random sample.
+
+>>> prompts = load_prompts()
+>>> sorted(prompts)
+['random.system', 'random.user', 'vary.system', 'vary.user']
+>>> import numpy as np
+>>> mask("the food was cold", 0.5, np.random.default_rng(0))
+'the food _ _'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.errors import InputError, ModelAPIError
+from safeshare.synth.pe.words import Vocabulary, WordAPI
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def load_prompts(name: str = "aug_pe") -> dict[str, str]:
+    """The ``[section]`` texts of ``safeshare/synth/pe/prompts/<name>.txt``."""
+    file = resources.files("safeshare.synth.pe") / "prompts" / f"{name}.txt"
+    if not file.is_file():
+        raise InputError(f"no bundled prompt file {name!r} in safeshare/synth/pe/prompts/")
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in file.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or (current is None and not line.strip()):
+            continue
+        if line.startswith("[") and line.strip().endswith("]"):
+            current = sections.setdefault(line.strip()[1:-1], [])
+        elif current is not None:
+            current.append(line)
+    return {k: "\n".join(v).strip() for k, v in sections.items()}
+
+
+def mask(text: str, degree: float, rng: np.random.Generator) -> str:
+    """``text`` with ``max(1, round(degree * words))`` of its words replaced by ``_``."""
+    words = text.split()
+    if not words:
+        return "_"
+    count = min(len(words), max(1, round(degree * len(words))))
+    for i in rng.choice(len(words), size=count, replace=False):
+        words[int(i)] = "_"
+    return " ".join(words)
+
+
+class ChatClient:
+    """A minimal OpenAI-compatible chat client with concurrency, retries and backoff."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        retries: int = 4,
+        backoff: float = 1.0,
+        timeout: float = 120.0,
+        max_tokens: int = 96,
+        temperature: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if concurrency < 1 or retries < 0 or backoff < 0:
+            raise InputError("concurrency must be >= 1, retries and backoff >= 0")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = os.environ.get(api_key_env)  # None: servers without authentication
+        self.concurrency = concurrency
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.sleep = sleep
+
+    def _post(self, body: bytes) -> tuple[int, bytes, str | None]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.status, response.read(), None
+        except urllib.error.HTTPError as error:
+            return error.code, error.read(), error.headers.get("Retry-After")
+
+    def chat(self, messages: Sequence[dict[str, str]], seed: int | None = None) -> str:
+        """The reply's text to one conversation (retried; ``ModelAPIError`` when it fails)."""
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        body = json.dumps(payload).encode()
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                status, raw, retry_after = self._post(body)
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+                problem = f"cannot reach {self.url} ({getattr(error, 'reason', error)})"
+                continue
+            if status in RETRY_STATUS:
+                problem = f"{self.url} answered HTTP {status}"
+                if retry_after and retry_after.isdigit():
+                    self.sleep(float(retry_after))
+                continue
+            if status != 200:
+                detail = raw.decode("utf-8", "replace")[:300]
+                raise ModelAPIError(
+                    f"{self.url} answered HTTP {status}: {detail}; check base_url, model "
+                    f"({self.model!r}) and the API key"
+                )
+            return _reply_text(raw, self.url)
+        raise ModelAPIError(
+            f"{problem} after {self.retries + 1} attempts; start the server or fix base_url, "
+            "then fit again with the same checkpoint folder to resume"
+        )
+
+    def chat_many(self, conversations: Sequence[Sequence[dict[str, str]]], seed: int) -> list[str]:
+        """Replies to many conversations, ``concurrency`` at a time, in order."""
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(self.chat, c, seed + i) for i, c in enumerate(conversations)]
+            return [f.result() for f in futures]
+
+
+def _reply_text(raw: bytes, url: str) -> str:
+    try:
+        content = json.loads(raw)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ModelAPIError(f"{url} answered with no chat completion in its JSON") from None
+    return content.strip() if isinstance(content, str) else ""
+
+
+class LLMTextAPI:
+    """PE's random and variation APIs through a :class:`ChatClient` and Aug-PE prompts."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        *,
+        label: str | None = None,
+        vocabulary: Vocabulary | None = None,
+        prompts: dict[str, str] | None = None,
+        keywords: int = 3,
+        column: str = "text",
+    ) -> None:
+        self.client = client
+        self.label = label
+        self.words = WordAPI(vocabulary or Vocabulary.bundled("reviews"), label=label)
+        self.prompts = prompts or load_prompts()
+        self.keywords = keywords
+        self.column = column
+        self.failures = 0
+
+    def for_label(self, label: str) -> LLMTextAPI:
+        """The same client and prompts for another label (its own failure count)."""
+        return LLMTextAPI(
+            self.client,
+            label=label,
+            vocabulary=self.words.vocabulary,
+            prompts=self.prompts,
+            keywords=self.keywords,
+            column=self.column,
+        )
+
+    def _ask(self, kind: str, fields: list[dict[str, str]], rng: np.random.Generator) -> list[str]:
+        system, user = self.prompts[f"{kind}.system"], self.prompts[f"{kind}.user"]
+        label = self.label or "any"
+        conversations = [
+            [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user.format(label=label, **f)},
+            ]
+            for f in fields
+        ]
+        return self.client.chat_many(conversations, int(rng.integers(2**31)))
+
+    def random(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``n`` texts written for the label around public keywords."""
+        nouns = self.words.vocabulary.entries("noun", self.label) or ("anything",)
+        fields = [
+            {"keywords": ", ".join(rng.choice(list(nouns), size=self.keywords))} for _ in range(n)
+        ]
+        replies = self._ask("random", fields, rng)
+        fallback = self.words.random(n, rng)[self.column].tolist()
+        return pd.DataFrame({self.column: self._checked(replies, fallback)})
+
+    def vary(self, samples: pd.DataFrame, degree: float, rng: np.random.Generator) -> pd.DataFrame:
+        """Each text with a share ``degree`` of its words masked and refilled by the model."""
+        if not 0 < degree <= 1:
+            raise InputError(f"degree must lie in (0, 1], got {degree}")
+        texts = samples[self.column].astype(str).tolist()
+        replies = self._ask("vary", [{"masked": mask(t, degree, rng)} for t in texts], rng)
+        out = samples.reset_index(drop=True).copy()
+        out[self.column] = self._checked(replies, texts)
+        return out
+
+    def _checked(self, replies: list[str], fallback: list[str]) -> list[str]:
+        good = [r if r.strip() else f for r, f in zip(replies, fallback, strict=True)]
+        self.failures += sum(1 for r in replies if not r.strip())
+        return good

@@ -1,0 +1,146 @@
+"""PrivateEvolution end to end on real data: cost up front, learning, resume, bad input."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from safeshare.dp.accountant import Accountant
+from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
+from safeshare.synth.pe import PrivateEvolution
+from safeshare.synth.pe.accounting import gdp_epsilon
+from safeshare.synth.pe.checkpoint import Checkpoint
+from safeshare.synth.pe.tabular import DomainAPI, TabularEmbedder
+
+
+def _model(domain, **options) -> PrivateEvolution:
+    settings = {"epsilon": 2.0, "iterations": 4, "samples_per_iteration": 300, "rng": 11}
+    settings.update(options)
+    return PrivateEvolution(api=DomainAPI(domain), embedder=TabularEmbedder(domain), **settings)
+
+
+def test_cost_is_stated_before_data_and_matches_epsilon(fair_table) -> None:
+    model = _model(fair_table.domain, delta=1e-6)
+    events = model.privacy_events()
+    sigma = model.noise_scale()
+    assert [e.sigma for e in events] == [sigma] * 4
+    assert Accountant(events).rho == pytest.approx(4 / (2 * sigma**2))
+    assert gdp_epsilon(math.sqrt(4) / sigma, 1e-6) == pytest.approx(2.0)
+    assert model.describe()["epsilon_exact_gdp"] == pytest.approx(2.0)
+    share = _model(fair_table.domain, rho=0.05)
+    assert Accountant(share.privacy_events()).rho == pytest.approx(0.05)
+
+
+def _one_way_tvd(a: pd.DataFrame, b: pd.DataFrame, column: str, size: int) -> float:
+    pa = np.bincount(a[column], minlength=size) / len(a)
+    pb = np.bincount(b[column], minlength=size) / len(b)
+    return 0.5 * float(np.abs(pa - pb).sum())
+
+
+def test_evolution_moves_towards_the_private_data(fair_table) -> None:
+    domain = fair_table.domain
+    real = pd.DataFrame({c: fair_table.column(c) for c in domain.names})
+    first = DomainAPI(domain).random(len(real), np.random.default_rng(0))
+    model = _model(domain, epsilon=4.0, iterations=6).fit(fair_table)
+    synthetic = model.sample(len(real))
+    out = pd.DataFrame({c: synthetic.column(c) for c in domain.names})
+    before = np.mean([_one_way_tvd(real, first, c.name, c.size) for c in domain])
+    after = np.mean([_one_way_tvd(real, out, c.name, c.size) for c in domain])
+    assert after < 0.6 * before
+    assert model.population_.iteration == 5 and model.population_.measured
+
+
+def test_resume_after_an_interruption_gives_the_same_population(fair_table, tmp_path) -> None:
+    domain = fair_table.domain
+    whole = _model(domain, checkpoint=tmp_path / "whole").fit(fair_table)
+
+    class StopError(Exception):
+        pass
+
+    def stop_at_two(info) -> None:
+        if info.iteration == 2:
+            raise StopError
+
+    folder = tmp_path / "resumed"
+    with pytest.raises(StopError):
+        _model(domain, checkpoint=folder, callbacks=[stop_at_two]).fit(fair_table)
+    seen: list[int] = []
+    resumed = _model(domain, checkpoint=folder, callbacks=[lambda i: seen.append(i.iteration)])
+    resumed.fit(fair_table)
+    assert seen == [3, 4]  # the measured histograms 1 and 2 are not drawn again
+    pd.testing.assert_frame_equal(resumed.population_.samples, whole.population_.samples)
+    assert np.array_equal(resumed.population_.votes, whole.population_.votes)
+    assert np.array_equal(resumed.population_.parents, whole.population_.parents)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        *(f"population-{t:03d}.parquet" for t in range(4)),
+        "state.json",
+    ]
+    with pytest.raises(InputError, match="iterations=4"):
+        _model(domain, checkpoint=folder, iterations=5).fit(fair_table)
+
+
+def test_fit_once_and_sample_after(fair_table) -> None:
+    model = _model(fair_table.domain)
+    with pytest.raises(NotFittedError):
+        model.sample(5)
+    model.fit(fair_table)
+    assert len(model.sample(7)) == 7
+    with pytest.raises(RefitError):
+        model.fit(fair_table)
+
+
+def test_a_budget_too_small_says_what_would_work(fair_table) -> None:
+    model = _model(fair_table.domain, epsilon=0.01, samples_per_iteration=3000)
+    with pytest.raises(BudgetError, match=r"samples_per_iteration <= \d+.*epsilon >="):
+        model.fit(fair_table)
+
+
+def test_bad_settings_and_apis_are_refused(fair_table) -> None:
+    domain = fair_table.domain
+    with pytest.raises(InputError, match="samples_per_iteration"):
+        _model(domain, samples_per_iteration=[100, 100]).fit(fair_table)
+    with pytest.raises(InputError, match="variation_degrees"):
+        _model(domain, variation_degrees=1.5).fit(fair_table)
+
+    class Short(DomainAPI):
+        def vary(self, samples, degree, rng):
+            return super().vary(samples, degree, rng).iloc[:-1]
+
+    broken = PrivateEvolution(
+        api=Short(domain),
+        embedder=TabularEmbedder(domain),
+        iterations=3,
+        samples_per_iteration=200,
+        rng=0,
+    )
+    with pytest.raises(InputError, match="199 samples where 200"):
+        broken.fit(fair_table)
+
+
+def test_checkpoint_refuses_reserved_columns(tmp_path) -> None:
+    from safeshare.synth.pe.population import Population
+
+    store = Checkpoint(tmp_path, {})
+    with pytest.raises(InputError, match="reserved"):
+        store.save(Population.random(pd.DataFrame({"__pe_votes__": [1]})))
+
+
+def test_importing_pe_does_not_import_torch() -> None:
+    code = "import sys, safeshare, safeshare.synth.pe; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_a_table_alone_gives_tabular_pe_as_the_pipeline_needs(fair_table) -> None:
+    model = PrivateEvolution(rho=0.05, iterations=3, samples_per_iteration=200, rng=0)
+    assert Accountant(model.privacy_events()).rho == pytest.approx(0.05)  # before any data
+    synthetic = model.fit(fair_table).sample(50)
+    assert synthetic.domain == fair_table.domain and len(synthetic) == 50
+    frame = pd.DataFrame({c: fair_table.column(c) for c in fair_table.columns})
+    with pytest.raises(InputError, match="give api= and embedder="):
+        PrivateEvolution(rho=0.05, iterations=3, samples_per_iteration=200).fit(frame)

@@ -1,0 +1,132 @@
+"""The OpenAI-compatible client against a real HTTP server on loopback (deterministic replies).
+
+The server implements ``POST /v1/chat/completions``: it checks the request's shape and the
+bearer token and answers from the prompt itself (the masked text with blanks filled by
+"nice", or "a <label> text"), so these tests check the client's protocol handling, not a model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from safeshare.errors import InputError, ModelAPIError
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        state = self.server.state  # type: ignore[attr-defined]
+        state["requests"] += 1
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        state["bodies"].append(body)
+        if self.path != "/v1/chat/completions":
+            return self._send(404, {"error": "no such route"})
+        if self.headers.get("Authorization") != "Bearer sekrit":
+            return self._send(401, {"error": "bad key"})
+        if state["fail"] > 0:
+            state["fail"] -= 1
+            return self._send(503, {"error": "busy"}, {"Retry-After": "0"})
+        if body.get("model") != "tiny":
+            return self._send(400, {"error": "unknown model"})
+        user = body["messages"][-1]["content"]
+        if "Fill each blank" in user:
+            text = user.splitlines()[-1].replace("_", "nice")
+        else:
+            text = "a " + user.split()[3] + " text" if state["empty"] == 0 else ""
+        state["empty"] = max(0, state["empty"] - 1)
+        reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+        self._send(200, reply)
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
+    monkeypatch.setenv("TEST_LLM_KEY", "sekrit")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.state = {"requests": 0, "bodies": [], "fail": 0, "empty": 0}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def client(httpd: ThreadingHTTPServer, **kw: Any) -> ChatClient:
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    options: dict[str, Any] = {"api_key_env": "TEST_LLM_KEY", "sleep": lambda s: None}
+    return ChatClient(url, "tiny", **(options | kw))
+
+
+def test_random_and_vary_speak_the_protocol(server: ThreadingHTTPServer) -> None:
+    api = LLMTextAPI(client(server, concurrency=4), label="positive")
+    first = api.random(6, np.random.default_rng(0))
+    assert first["text"].tolist() == ["a positive text"] * 6
+    varied = api.vary(
+        pd.DataFrame({"text": ["the food was cold"] * 5}), 0.5, np.random.default_rng(1)
+    )
+    assert all(t.count("nice") == 2 and len(t.split()) == 4 for t in varied["text"])
+    bodies = server.state["bodies"]  # type: ignore[attr-defined]
+    assert len(bodies) == 11 and {b["model"] for b in bodies} == {"tiny"}
+    assert [m["role"] for m in bodies[0]["messages"]] == ["system", "user"]
+    assert len({b["seed"] for b in bodies[:6]}) == 6  # one seed per request, from the rng
+
+
+def test_busy_server_is_retried_with_backoff(server: ThreadingHTTPServer) -> None:
+    server.state["fail"] = 2  # type: ignore[attr-defined]
+    waits: list[float] = []
+    chat = client(server, concurrency=1, backoff=0.5, sleep=waits.append)
+    assert chat.chat([{"role": "user", "content": "Write one short negative review"}]) == (
+        "a negative text"
+    )
+    assert [w for w in waits if w > 0] == [0.5, 1.0]  # exponential backoff (Retry-After: 0)
+
+
+def test_empty_replies_are_counted_and_replaced(server: ThreadingHTTPServer) -> None:
+    server.state["empty"] = 2  # type: ignore[attr-defined]
+    api = LLMTextAPI(client(server, concurrency=1), label="negative")
+    texts = api.random(4, np.random.default_rng(2))["text"]
+    assert api.failures == 2 and texts.str.len().min() > 0
+    assert (texts == "a negative text").sum() == 2
+
+
+def test_client_errors_are_not_retried_and_name_the_fix(server: ThreadingHTTPServer) -> None:
+    with pytest.raises(ModelAPIError, match=r"HTTP 400.*unknown model.*'other'"):
+        ChatClient(
+            f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "other",
+            api_key_env="TEST_LLM_KEY",
+        ).chat([{"role": "user", "content": "hi"}])
+    assert server.state["requests"] == 1  # type: ignore[attr-defined]
+    with pytest.raises(ModelAPIError, match="HTTP 401"):
+        client(server, api_key_env="NO_SUCH_KEY_VARIABLE").chat([{"role": "user", "content": "x"}])
+
+
+def test_unreachable_server_stops_with_a_resumable_message() -> None:
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = closed.server_address[1]
+    closed.server_close()  # nothing listens there now
+    chat = ChatClient(f"http://127.0.0.1:{port}/v1", "tiny", retries=2, sleep=lambda s: None)
+    with pytest.raises(ModelAPIError, match=r"cannot reach .* after 3 attempts.*resume"):
+        chat.chat([{"role": "user", "content": "x"}])
+    with pytest.raises(InputError, match="concurrency"):
+        ChatClient("http://127.0.0.1:1/v1", "tiny", concurrency=0)
