@@ -12,12 +12,14 @@ import typer
 
 from safeshare.cli._output import error
 from safeshare.cli.anonymize import anonymize_command
+from safeshare.cli.audit import audit_command
 from safeshare.cli.demo import demo
 from safeshare.cli.evaluate import evaluate_command
 from safeshare.cli.ledger import ledger_app
 from safeshare.cli.pac import pac_command
 from safeshare.cli.plan import plan_command
 from safeshare.cli.release import release_command
+from safeshare.cli.train import train_command
 from safeshare.errors import SafeshareError
 
 app = typer.Typer(
@@ -37,6 +39,8 @@ app.command("anonymize")(anonymize_command)
 app.command("evaluate")(evaluate_command)
 app.command("pac")(pac_command)
 app.command("plan")(plan_command)
+app.command("train")(train_command)
+app.command("audit")(audit_command)
 app.add_typer(ledger_app, name="ledger")
 
 

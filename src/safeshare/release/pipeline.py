@@ -125,7 +125,7 @@ def release(
     schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
 
     report("reading", 0.0)
-    frame, fingerprint, name = _read(source, schema, dataset_name)
+    frame, fingerprint, name = read_input(source, schema, dataset_name)
     decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
     check_values(frame, decisions)
     modelled = [d for d in decisions if d.modelled]
@@ -167,7 +167,7 @@ def release(
     )
 
     report("discovering the domain", 0.1)
-    domain, notes = _resolve_domain(decisions, discovery, train_frame, rand)
+    domain, notes = resolve_domain(decisions, discovery, train_frame, rand)
     train, encode_report = Table.from_frame(train_frame, domain)
     holdout = Table.from_frame(holdout_frame, domain)[0] if len(holdout_frame) else None
 
@@ -198,7 +198,7 @@ def release(
         holdout_fraction=holdout_fraction,
         utility=utility,
         risk=risk,
-        ledger=_ledger_summary(ledger, status),
+        ledger=ledger_summary(ledger, status),
         notes=notes + synthesizer.describe().get("notes", []),
         model=synthesizer.describe(),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -229,9 +229,10 @@ def _attack(
     return assess(synthetic, train, holdout, rng, EvaluationOptions(attacks=attacks, ml=False))
 
 
-def _read(
+def read_input(
     source: str | Path | pd.DataFrame, schema: Schema | None, dataset_name: str | None
 ) -> tuple[pd.DataFrame, str, str]:
+    """The table as text columns, its content fingerprint (for the ledger) and its name."""
     if isinstance(source, pd.DataFrame):
         if source.shape[0] == 0 or source.shape[1] == 0:
             raise InputError("the table is empty; give at least one column and one record")
@@ -250,7 +251,7 @@ def _plan_discovery(
     budget: PrivacyBudget, modelled: list[ColumnDecision]
 ) -> tuple[DiscoveryPlan, float]:
     """Domain discovery's plan and the rho left for the synthesizer, before reading values."""
-    targets = [_target(d) for d in modelled if d.source is Source.DP]
+    targets = [discovery_target(d) for d in modelled if d.source is Source.DP]
     categorical = any(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
     delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
     rho = budget.rho(delta_reserved)
@@ -282,7 +283,8 @@ def _synthesizer(
     return MST(rho=rho, rng=seed, progress=progress)
 
 
-def _target(decision: ColumnDecision) -> Target:
+def discovery_target(decision: ColumnDecision) -> Target:
+    """What DP domain discovery must find for a column the schema leaves open."""
     spec = decision.spec
     if spec is None:
         return Target(decision.name, decision.kind, decision.role, decision.integer)
@@ -316,9 +318,10 @@ def _check_useful(
     )
 
 
-def _resolve_domain(
+def resolve_domain(
     decisions: list[ColumnDecision], discovery: DiscoveryPlan, frame: pd.DataFrame, rand: Randomness
 ) -> tuple[Domain, list[str]]:
+    """The Domain: schema columns as declared, the others as DP discovery finds them."""
     found = discovery.run(frame, rand)
     discovered = {c.name: c for c in found.columns}
     columns = []
@@ -336,7 +339,8 @@ def _subrange(report: Progress, start: float, stop: float) -> Progress:
     return lambda step, done: report(step, start + (stop - start) * done)
 
 
-def _ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
+def ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
+    """The ledger's state after a spend, for the card."""
     return {
         "path": str(ledger.path),
         "total_epsilon": status.total.epsilon,

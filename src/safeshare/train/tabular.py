@@ -188,15 +188,7 @@ def train_tabular(
     )
     trained = getattr(module, "_module", module)
     card = {
-        "model": {
-            "kind": "mlp classifier",
-            "layers": [int(inputs.shape[1]), hidden, classes],
-            "features": "one-hot codes of the domain",
-            "feature_columns": list(features),
-            "target": target,
-            "classes": classes,
-            "weights": "model.safetensors",
-        },
+        "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
         "privacy": run.privacy(),
         "training": {
             "records": records,
@@ -208,3 +200,85 @@ def train_tabular(
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return TabularModel(trained, features, target, card)
+
+
+def train_tabular_nonprivate(
+    table: Table,
+    target: str,
+    *,
+    epochs: float = 10.0,
+    batch_size: int = 512,
+    learning_rate: float = 2e-3,
+    hidden: int = 64,
+    rng: int | None = None,
+) -> TabularModel:
+    """The same MLP trained WITHOUT DP (shuffled batches, no clipping, no noise): a baseline.
+
+    What an audit of a model that is free to memorize is measured against; its card
+    says plainly that it carries no guarantee.
+
+    >>> import numpy as np
+    >>> from safeshare.data import Domain, Table
+    >>> x = np.random.default_rng(0).integers(0, 4, 400)
+    >>> table = Table({"x": x, "y": (x >= 2).astype(int)}, Domain.from_sizes({"x": 4, "y": 2}))
+    >>> model = train_tabular_nonprivate(table, "y", epochs=5, batch_size=50, rng=0)
+    >>> model.accuracy(table), model.card["privacy"]["guarantee"]
+    (1.0, 'none (not differentially private)')
+    """
+    torch, _ = require_torch()
+    labels, classes = _target(table, target)
+    features = tuple(n for n in table.columns if n != target)
+    if not features:
+        raise SchemaError(f"the table has no column besides the target {target!r} to learn from")
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+        raise InputError(f"hidden must be a positive whole number of units, got {hidden!r}")
+    if isinstance(batch_size, bool) or not 1 <= batch_size <= len(table):
+        raise InputError(f"batch size {batch_size!r} must lie in [1, {len(table)}]")
+    if not (np.isfinite(epochs) and epochs > 0):
+        raise InputError(f"epochs must be a positive number, got {epochs!r}")
+    generator, seeded = torch_generator(rng)
+    inputs = torch.from_numpy(one_hot(table, features))
+    targets = torch.from_numpy(labels)
+    module = _mlp(inputs.shape[1], hidden, classes, generator)
+    optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate)
+    steps = int(np.ceil(epochs * len(table) / batch_size))
+    module.train()
+    taken = 0
+    while taken < steps:
+        order = torch.randperm(len(table), generator=generator)
+        for start in range(0, len(table), batch_size):
+            if taken == steps:
+                break
+            rows = order[start : start + batch_size]
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(module(inputs[rows]), targets[rows])
+            loss.backward()
+            optimizer.step()
+            taken += 1
+    card = {
+        "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
+        "privacy": {"guarantee": "none (not differentially private)", "epsilon": None},
+        "training": {
+            "records": len(table),
+            "epochs": taken * batch_size / len(table),
+            "batch_size": batch_size,
+            "optimizer": "adam",
+            "learning_rate": learning_rate,
+            "seeded": seeded,
+        },
+    }
+    return TabularModel(module, features, target, card)
+
+
+def _model_card(
+    inputs: int, hidden: int, classes: int, features: Sequence[str], target: str
+) -> dict[str, Any]:
+    return {
+        "kind": "mlp classifier",
+        "layers": [inputs, hidden, classes],
+        "features": "one-hot codes of the domain",
+        "feature_columns": list(features),
+        "target": target,
+        "classes": classes,
+        "weights": "model.safetensors",
+    }

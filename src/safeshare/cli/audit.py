@@ -1,0 +1,116 @@
+"""``safeshare audit``: audit the training procedure behind a model with canaries.
+
+It re-trains, at the settings on the model's card (epsilon, delta, batch, epochs,
+clipping, MLP size), on the training data plus canaries, half of them inserted, and
+turns how much lower the inserted canaries' losses are into an empirical epsilon
+lower bound (one-run audit), a membership attack and exposures.  It audits the
+*procedure*, not the saved weights (which were trained without canaries).  Its
+output is for the data owner: it reads the data without DP.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from safeshare.cli._output import progress_bar, stdout
+
+
+def _settings(model: Path) -> dict[str, Any]:
+    from safeshare.errors import InputError, InputFileNotFoundError
+
+    path = model / "card.json"
+    if not path.is_file():
+        raise InputFileNotFoundError(
+            f"{str(path)!r} does not exist; give the directory `safeshare train` wrote"
+        )
+    card = json.loads(path.read_text(encoding="utf-8"))
+    privacy, training, layers = card.get("privacy", {}), card.get("training", {}), None
+    layers = card.get("model", {}).get("layers")
+    if privacy.get("epsilon_budget") is None or not layers:
+        raise InputError(
+            f"{str(path)!r} is not the card of a DP model from `safeshare train`: it lacks "
+            "privacy.epsilon_budget or model.layers"
+        )
+    return {
+        "target": card["model"]["target"],
+        "epsilon": float(privacy["epsilon_budget"]),
+        "delta": float(privacy["delta"]),
+        "epochs": float(training["epochs"]),
+        "batch_size": int(privacy["expected_batch_size"]),
+        "max_grad_norm": float(privacy["clipping_norm"]),
+        "clipping": "hooks" if "hooks" in privacy["clipping"] else "ghost",
+        "accountant": "rdp" if privacy["accountant"].startswith("rdp") else "pld",
+        "learning_rate": float(training["learning_rate"]),
+        "hidden": int(layers[1]),
+    }
+
+
+def audit_command(
+    model: Path = typer.Argument(..., help="A model directory written by `safeshare train`."),
+    data: Path = typer.Option(..., "--data", help="The training data (CSV/TSV or Parquet)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory to write audit.json, report.txt."),
+    canaries: int = typer.Option(1000, "--canaries", help="Canaries (about half inserted)."),
+    kind: str = typer.Option("random-label", help="random-label or out-of-distribution."),
+    schema: Path | None = typer.Option(None, help="The YAML schema the model was trained with."),
+    significance: float = typer.Option(0.05, help="The audit holds with 1 - significance."),
+    seed: int | None = typer.Option(None, help="Reproducible canaries and training."),
+    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Audit a model's DP training procedure with canaries: an empirical epsilon lower bound."""
+    import numpy as np
+
+    from safeshare.dp.randomness import Randomness
+    from safeshare.release.output import check_output, write_release
+    from safeshare.release.training import prepare_table, read_table
+    from safeshare.train.canaries import audit_training
+    from safeshare.train.tabular import train_tabular
+
+    check_output(out, force)
+    settings = _settings(model)
+    target = settings.pop("target")
+    with progress_bar(quiet) as progress:
+        progress("reading", 0.0)
+        prepared = prepare_table(
+            read_table(data, target, schema),
+            target,
+            settings["epsilon"],
+            settings["delta"],
+            unsafe_infer=True,  # the audit's output stays with the data owner
+            seed=seed,
+        )
+        rng = Randomness(seed).generator()
+
+        def procedure(table: Any) -> Any:
+            train_seed = None if seed is None else int(rng.integers(2**62))
+            return train_tabular(table, target, rng=train_seed, progress=progress, **settings)
+
+        result = audit_training(
+            prepared.table,
+            target,
+            procedure,
+            canaries=canaries,
+            kind=kind,
+            significance=significance,
+            rng=rng if seed is not None else np.random.default_rng(),
+        )
+    report = {
+        "audited": "the DP-SGD training procedure at the model's settings (one run on the data "
+        "plus canaries), not the saved weights",
+        "model": str(model),
+        "settings": {"target": target, **settings},
+        "not_dp": "this audit reads the private data without DP; it is for the data owner",
+        **result.describe(),
+    }
+    text = "\n".join(result.readings()) + "\n"
+    write_release(
+        out, {"audit.json": json.dumps(report, indent=2) + "\n", "report.txt": text}, force
+    )
+    if not quiet:
+        stdout.print(f"written  {out}/audit.json, report.txt")
+        for line in result.readings():
+            stdout.print(line)

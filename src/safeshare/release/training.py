@@ -1,0 +1,248 @@
+"""``safeshare train``'s job: a DP-SGD classifier from a sensitive table, with its card.
+
+The table is read as a release reads it, and each column's domain comes from the same
+place: the public schema (free), DP discovery on the records (a share of the budget,
+composed with DP-SGD by sequential composition), or, with ``unsafe_infer``, the records
+without DP (flagged: no guarantee).  The whole budget is committed to the ledger before any
+value is read.  The card names columns and sources, never a value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from safeshare._progress import Progress, no_progress
+from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns
+from safeshare.data.schema import Schema
+from safeshare.data.table import Table
+from safeshare.dp.accountant import Accountant
+from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, rho_from_epsilon
+from safeshare.dp.discovery import plan_discovery
+from safeshare.dp.ledger import Ledger
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import SchemaError
+from safeshare.release.output import check_output
+from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
+from safeshare.report.card import domain_source
+from safeshare.train.accounting import Accounting
+from safeshare.train.dpsgd import require_torch
+from safeshare.train.tabular import TabularModel, train_tabular
+
+DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent discovering domains the schema leaves open
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A table encoded under its resolved domain, and what resolving it spent."""
+
+    table: Table
+    decisions: list[ColumnDecision]
+    name: str
+    fingerprint: str
+    discovery_epsilon: float
+    discovery_delta: float
+    delta: float  # the whole budget's delta
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """How the MLP is trained (everything but the data and the budget)."""
+
+    epochs: float = 5.0
+    batch_size: int = 512
+    hidden: int = 64
+    learning_rate: float = 2e-3
+    max_grad_norm: float = 1.0
+    clipping: str = "ghost"
+    accountant: Accounting = "pld"
+
+
+def train_release(
+    data: Path,
+    target: str,
+    out: Path,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    schema_path: Path | None = None,
+    settings: TrainingSettings | None = None,
+    unsafe_infer: bool = False,
+    seed: int | None = None,
+    ledger: Ledger | Path | None = None,
+    total_epsilon: float | None = None,
+    total_delta: float | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> TabularModel:
+    """Train a DP-SGD MLP on ``data`` to predict ``target``; write weights and card to ``out``.
+
+    ``delta=None`` means 1 / (10 x records) (the record count is public, see the card).
+    ``total_epsilon``/``total_delta``: the dataset's total in the ledger when it is seen for
+    the first time (default: this run's budget).
+    """
+    settings = settings or TrainingSettings()
+    report = progress or no_progress
+    check_output(out, force)
+    check_epsilon(epsilon)
+    if delta is not None:
+        check_delta(delta)
+    require_torch()  # before any budget is spent
+    report("reading", 0.0)
+    source = read_table(data, target, schema_path)
+    delta = 1.0 / (10 * len(source.frame)) if delta is None else delta
+    total = None
+    if total_epsilon is not None or total_delta is not None:
+        total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    status = book.spend(
+        source.fingerprint,
+        PrivacyBudget(epsilon, delta),
+        label="train dp-sgd",
+        name=source.name,
+        default_total=total,
+    )
+    prepared = prepare_table(source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed)
+    model = train_tabular(
+        prepared.table,
+        target,
+        epsilon=epsilon - prepared.discovery_epsilon,
+        delta=delta - prepared.discovery_delta,
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        max_grad_norm=settings.max_grad_norm,
+        learning_rate=settings.learning_rate,
+        hidden=settings.hidden,
+        clipping=settings.clipping,
+        accountant=settings.accountant,
+        rng=seed,
+        progress=report,
+    )
+    card = training_card(prepared, model.card, epsilon)
+    card["ledger"] = ledger_summary(book, status)
+    model = TabularModel(model.module, model.features, model.target, card)
+    report("writing", 1.0)
+    model.save(out, force=force)
+    return model
+
+
+@dataclass(frozen=True)
+class SensitiveTable:
+    """The sensitive table as read (text columns), its schema, fingerprint and name."""
+
+    frame: pd.DataFrame
+    schema: Schema | None
+    fingerprint: str
+    name: str
+
+
+def read_table(data: Path, target: str, schema_path: Path | None = None) -> SensitiveTable:
+    """Read ``data`` as a release does; refuse a ``target`` it does not have."""
+    schema = Schema.load(schema_path) if schema_path is not None else None
+    frame, fingerprint, name = read_input(data, schema, None)
+    if target not in frame.columns:
+        raise SchemaError(
+            f"--target {target!r} is not a column of {data.name}; columns: {list(frame.columns)}"
+        )
+    return SensitiveTable(frame, schema, fingerprint, name)
+
+
+def prepare_table(
+    source: SensitiveTable,
+    target: str,
+    epsilon: float,
+    delta: float,
+    *,
+    unsafe_infer: bool = False,
+    seed: int | None = None,
+) -> Prepared:
+    """Decide the columns and resolve the domain as a release does (DP discovery spends
+    :data:`DOMAIN_SHARE` of the budget when the schema leaves domains open)."""
+    frame, name, fingerprint = source.frame, source.name, source.fingerprint
+    decisions = decide_columns(frame, source.schema, unsafe=unsafe_infer)
+    check_values(frame, decisions)
+    by_name = {d.name: d for d in decisions}
+    if not by_name[target].modelled:
+        raise SchemaError(
+            f"--target {target!r} is dropped ({by_name[target].reason}); a classifier needs a "
+            "categorical target: declare it in the schema (kind: categorical)"
+        )
+    targets = [discovery_target(d) for d in decisions if d.modelled and d.source is Source.DP]
+    spent_epsilon = spent_delta = 0.0
+    if targets:  # the schema leaves domains open: discovery takes its share, planned up front
+        spent_epsilon, spent_delta = DOMAIN_SHARE * epsilon, DOMAIN_SHARE * delta
+        reserved = spent_delta / 2  # thresholds of category discovery
+        discovery = plan_discovery(targets, rho_from_epsilon(spent_epsilon, reserved), reserved)
+        spent_epsilon = Accountant(discovery.events).check_within(
+            PrivacyBudget(spent_epsilon, spent_delta)
+        )
+    else:
+        discovery = plan_discovery([], 0.0, 0.0)
+    domain, notes = resolve_domain(decisions, discovery, frame, Randomness(seed))
+    table, _ = Table.from_frame(frame, domain)
+    return Prepared(table, decisions, name, fingerprint, spent_epsilon, spent_delta, delta, notes)
+
+
+def training_card(prepared: Prepared, model_card: dict[str, Any], epsilon: float) -> dict[str, Any]:
+    """The model's card plus where every column's domain came from and the whole budget."""
+    privacy = model_card["privacy"]
+    source = domain_source(prepared.decisions)
+    columns = {
+        d.name: {
+            "kind": str(d.kind),
+            "role": str(d.role),
+            "source": str(d.source),
+            "dropped": not d.modelled,
+            **({"codes": prepared.table.domain[d.name].size} if d.modelled else {}),
+            **({"reason": d.reason} if d.reason else {}),
+            **({"kind_inferred": True} if d.kind_guessed else {}),
+        }
+        for d in prepared.decisions
+    }
+    total_epsilon = prepared.discovery_epsilon + privacy["epsilon"]
+    total_delta = prepared.discovery_delta + privacy["delta"]
+    unsafe = any(d.source is Source.NOT_DP for d in prepared.decisions)
+    guarantee = (
+        "none: the domain was read from the private data without DP (--unsafe-infer)"
+        if unsafe
+        else f"({total_epsilon:.4g}, {total_delta:.3g})-DP for every training record"
+        + ("" if privacy["secure_noise"] else ", for anyone who does not know the seed")
+    )
+    public = ["the number of training records", "the column names"]
+    if any(d.source is Source.SCHEMA for d in prepared.decisions):
+        public.append("the domains of the columns whose source is 'schema'")
+    not_dp = ["the number of training records is exact"]
+    if any(d.kind_guessed for d in prepared.decisions):
+        not_dp.append("column kinds and identifier detection read the private data (not DP)")
+    if unsafe:
+        not_dp.append("--unsafe-infer: categories and bounds were read without noise")
+    dpsgd = {**privacy, "public": "see 'public' and each column's 'source'"}
+    return {
+        **model_card,
+        "privacy": dpsgd,
+        "guarantee": guarantee,
+        "budget": {
+            "epsilon": epsilon,
+            "epsilon_spent": total_epsilon,
+            "delta": total_delta,
+            "composition": "sequential (epsilons and deltas add up)",
+            "items": [
+                {
+                    "step": "domain discovery",
+                    "epsilon": prepared.discovery_epsilon,
+                    "delta": prepared.discovery_delta,
+                },
+                {"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": privacy["delta"]},
+            ],
+        },
+        "input": {"name": prepared.name, "sha256": prepared.fingerprint},
+        "domain_source": source,
+        "columns": columns,
+        "public": public,
+        "not_dp": not_dp,
+        "notes": prepared.notes,
+    }

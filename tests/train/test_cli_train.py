@@ -1,0 +1,154 @@
+"""``safeshare train``: the domain resolved as release does, the card honest, the output atomic."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("opacus")
+typer = pytest.importorskip("typer")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from safeshare.cli.train import train_command  # noqa: E402
+from safeshare.data.examples import load_example  # noqa: E402
+from safeshare.errors import InputError, OutputExistsError, SchemaError  # noqa: E402
+
+app = typer.Typer()
+app.command("train")(train_command)
+app.command("unused")(lambda: None)  # two commands: the first argument names the command
+
+
+@pytest.fixture(scope="module")
+def fair_small(tmp_path_factory) -> tuple[Path, Path]:
+    frame, schema = load_example("fair")
+    path = tmp_path_factory.mktemp("train") / "fair.csv"
+    frame.iloc[:1500].to_csv(path, index=False)
+    assert schema.source is not None
+    return path, Path(schema.source)
+
+
+def train(*args: str):
+    result = CliRunner().invoke(app, ["train", *args, "--epochs", "1", "--batch-size", "100"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def test_train_with_a_public_schema_spends_everything_on_dp_sgd(fair_small, tmp_path):
+    data, schema = fair_small
+    out = tmp_path / "model"
+    result = train(str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
+                   "--out", str(out), "--seed", "0")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["card.json", "model.safetensors"]
+    card = json.loads((out / "card.json").read_text())
+    assert card["domain_source"] == "schema"
+    assert card["budget"]["items"][0]["epsilon"] == 0.0
+    assert card["privacy"]["epsilon"] == card["budget"]["epsilon_spent"] <= 1.0
+    assert card["budget"]["delta"] == pytest.approx(1 / 15_000)
+    assert all(c["source"] == "schema" for c in card["columns"].values())
+    assert "the domains of the columns whose source is 'schema'" in card["public"]
+    assert card["model"]["classes"] >= 4 and card["model"]["target"] == "religious"
+    with pytest.raises(OutputExistsError, match="--force"):
+        train(str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
+              "--out", str(out))  # fmt: skip
+
+
+def test_without_a_schema_discovery_spends_a_share_and_no_value_leaks(fair_small, tmp_path):
+    frame = pd.read_csv(fair_small[0])
+    rng = np.random.default_rng(0)
+    frame["city"] = rng.choice(["Zanzibar-North", "Quixote-Falls", "Yarrowby"], len(frame))
+    data = tmp_path / "fair_city.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "model"
+    result = train(str(data), "--target", "city", "--epsilon", "2", "--delta", "1e-6",
+                   "--out", str(out), "--seed", "1", "--accountant", "rdp")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    card = json.loads((out / "card.json").read_text())
+    assert card["domain_source"] == "private data, DP"
+    discovery, dpsgd = card["budget"]["items"]
+    assert 0 < discovery["epsilon"] <= 0.2 and discovery["delta"] == pytest.approx(1e-7)
+    assert discovery["epsilon"] + dpsgd["epsilon"] == pytest.approx(card["budget"]["epsilon_spent"])
+    assert card["budget"]["epsilon_spent"] <= 2.0 and card["budget"]["delta"] <= 1e-6
+    assert "DP for every training record" in card["guarantee"]
+    assert card["columns"]["city"] == {"kind": "categorical", "role": "other", "source": "dp",
+                                       "dropped": False, "codes": 4, "kind_inferred": True}  # fmt: skip
+    text = (out / "card.json").read_text()
+    assert not any(city in text for city in ("Zanzibar", "Quixote", "Yarrowby"))
+
+
+def test_unsafe_infer_is_flagged_as_no_guarantee(fair_small, tmp_path):
+    data, _ = fair_small
+    out = tmp_path / "model"
+    train(str(data), "--target", "religious", "--epsilon", "1", "--out", str(out), "--seed", "2",
+          "--unsafe-infer", "--quiet")  # fmt: skip
+    card = json.loads((out / "card.json").read_text())
+    assert card["guarantee"].startswith("none") and card["budget"]["items"][0]["epsilon"] == 0
+    assert any("--unsafe-infer" in line for line in card["not_dp"])
+
+
+def test_a_single_class_target_is_a_clear_error(tmp_path):
+    rng = np.random.default_rng(0)
+    data = tmp_path / "one.csv"
+    pd.DataFrame({"x": rng.integers(0, 4, 400), "y": ["yes"] * 400}).to_csv(data, index=False)
+    schema = tmp_path / "one.yaml"
+    schema.write_text(
+        "columns:\n  x: {kind: categorical, categories: [0, 1, 2, 3]}\n"
+        "  y: {kind: categorical, categories: ['yes', 'no']}\n"
+    )
+    with pytest.raises(InputError, match="'y' has a single class") as err:
+        train(str(data), "--target", "y", "--epsilon", "1", "--schema", str(schema),
+              "--out", str(tmp_path / "m"), "--seed", "0")  # fmt: skip
+    assert "yes" not in str(err.value)
+    assert not (tmp_path / "m").exists()
+
+
+def test_an_unknown_target_names_the_columns(fair_small, tmp_path):
+    data, _ = fair_small
+    with pytest.raises(SchemaError, match="'income' is not a column"):
+        train(str(data), "--target", "income", "--epsilon", "1", "--out", str(tmp_path / "m"))
+
+
+def test_audit_retrains_at_the_cards_settings_and_stays_below_the_claim(fair_small, tmp_path):
+    from safeshare.cli.audit import audit_command
+
+    audit_app = typer.Typer()
+    audit_app.command("audit")(audit_command)
+    audit_app.command("unused")(lambda: None)
+    data, schema = fair_small
+    model = tmp_path / "model"
+    train(str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
+          "--out", str(model), "--seed", "0", "--accountant", "rdp", "--quiet")  # fmt: skip
+    out = tmp_path / "audit"
+    args = ["audit", str(model), "--data", str(data), "--schema", str(schema), "--canaries",
+            "300", "--out", str(out), "--seed", "0"]  # fmt: skip
+    result = CliRunner().invoke(audit_app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "audit.json").read_text())
+    assert report["settings"]["batch_size"] == 100 and report["settings"]["epochs"] == 1.0
+    assert report["one_run"]["canaries"] == 300
+    assert report["one_run"]["epsilon_lower_bound"] <= report["claimed_epsilon"] <= 1.0
+    assert "not the saved weights" in report["audited"]
+    assert (out / "report.txt").read_text().startswith("empirical epsilon >= ")
+    assert isinstance(CliRunner().invoke(audit_app, args).exception, OutputExistsError)
+
+
+def test_training_spends_the_ledger_and_a_spent_budget_is_refused(fair_small, tmp_path):
+    from safeshare.errors import BudgetExceededError
+
+    data, schema = fair_small
+    ledger = tmp_path / "ledger.sqlite"
+    common = ["--target", "religious", "--schema", str(schema), "--ledger", str(ledger)]
+    first = train(str(data), *common, "--epsilon", "1", "--total-epsilon", "1.5",
+                  "--out", str(tmp_path / "one"), "--seed", "0")  # fmt: skip
+    assert first.exit_code == 0, first.output
+    card = json.loads((tmp_path / "one" / "card.json").read_text())
+    assert card["ledger"]["spent_epsilon"] == pytest.approx(1.0)
+    assert card["ledger"]["total_epsilon"] == pytest.approx(1.5)
+    with pytest.raises(BudgetExceededError):
+        train(str(data), *common, "--epsilon", "1", "--out", str(tmp_path / "two"))
+    assert not (tmp_path / "two").exists()
