@@ -1,0 +1,60 @@
+"""obfuscate/: learned stochastic obfuscation of model inputs, and the attacks that test it.
+
+A client sends a frozen model not its tokens but a fresh random transform of their embeddings
+(:class:`ObfuscationTransform`, trained by :func:`train_transform` to keep the model's output
+while hiding the tokens); :func:`nearest_neighbour_attack` and :func:`beam_attack` measure how
+many tokens an attacker still recovers.  The guarantee is empirical, not formal.
+
+Importing this package never imports torch: the names below load their module on first use.
+
+>>> import sys, safeshare.obfuscate
+>>> "safeshare.obfuscate.transform" in sys.modules or "torch" not in sys.modules
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "FrozenModel": "model",
+    "load_model": "model",
+    "table_fingerprint": "model",
+    "ObfuscationTransform": "transform",
+    "TransformConfig": "transform",
+    "gaussian_noise": "transform",
+    "torch_generator": "transform",
+    "train_transform": "training",
+    "TrainingResult": "training",
+    "CurvePoint": "training",
+    "TokenRecovery": "attacks",
+    "NoiseEstimate": "attacks",
+    "nearest_neighbour_attack": "attacks",
+    "beam_attack": "attacks",
+    "BigramPrior": "prior",
+}
+
+__all__ = [
+    "BigramPrior",
+    "CurvePoint",
+    "FrozenModel",
+    "NoiseEstimate",
+    "ObfuscationTransform",
+    "TokenRecovery",
+    "TrainingResult",
+    "TransformConfig",
+    "beam_attack",
+    "gaussian_noise",
+    "load_model",
+    "nearest_neighbour_attack",
+    "table_fingerprint",
+    "torch_generator",
+    "train_transform",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'safeshare.obfuscate' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"safeshare.obfuscate.{_EXPORTS[name]}"), name)
