@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Set up the peers of benchmarks/mst_adult.py, each in its own venv (idempotent).
+# Set up the peers of benchmarks/mst_adult.py and aim_adult.py, each in its own venv (idempotent).
 #
 #   bash benchmarks/peers/setup.sh
 #
 #   benchmarks/.venvs/mbi/         mbi 2.0.0 (+ pandas, matplotlib for the mechanism scripts)
 #   benchmarks/.venvs/smartnoise/  smartnoise-synth 1.0.8 (pulls mbi 1.1.0 from PyPI, torch)
-#   benchmarks/peers/vendor/private-pgm/  mst.py + cdp2adp.py from the Private-PGM repository
-#                                          (now github.com/ryan112358/mbi), never committed
+#   benchmarks/peers/vendor/private-pgm/  mst.py, aim.py, mechanism.py, cdp2adp.py from the
+#                                          Private-PGM repository (now github.com/ryan112358/mbi),
+#                                          never committed
 #
-# The vendored scripts are copied from, in order: an existing copy (kept), a local clone or
-# git dir named by PRIVATE_PGM_SRC, or a fresh clone of the repository (needs GitHub access).
+# The vendored scripts are copied from, in order: an existing complete copy (kept), a local clone
+# or git dir named by PRIVATE_PGM_SRC, or a fresh clone of the repository (needs GitHub access).
+# A copy that lacks some of the files (e.g. one made before aim.py was added) is completed from
+# the same commit.
 # Everything installed here is git-ignored.
 set -euo pipefail
 
@@ -20,9 +23,11 @@ VENDOR="$HERE/vendor/private-pgm"
 PYTHON="${PYTHON:-python3}"
 REPO_URL="https://github.com/ryan112358/mbi"
 # newest commit of the repository at the time of writing; its mechanisms/ read mbi 2.0's API
-# except for Domain.attrs, which the driver restores as an alias of Domain.attributes
+# except for Domain.attrs, which the drivers restore as an alias of Domain.attributes
 PGM_COMMIT="361705d7f05f8c0ac4d5b3640e688eb4f692346e"
-FILES=(mst.py cdp2adp.py)
+# mst.py (drivers/mbi_mst.py); aim.py and the Mechanism base class it imports (drivers/mbi_aim.py);
+# cdp2adp.py, which both import
+FILES=(mst.py cdp2adp.py aim.py mechanism.py)
 
 make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
     local name="$1" pin="$2"
@@ -57,8 +62,15 @@ copy_vendor() {  # copy_vendor GIT_DIR_OR_CHECKOUT
     echo "copied ${FILES[*]} from $src at $(git -C "$src" rev-parse --short "$rev")"
 }
 
+vendor_complete() {
+    local f
+    for f in "${FILES[@]}"; do
+        [ -f "$VENDOR/$f" ] || return 1
+    done
+}
+
 setup_vendor() {
-    if [ -f "$VENDOR/mst.py" ] && [ -f "$VENDOR/cdp2adp.py" ]; then
+    if vendor_complete; then
         echo "vendor: $VENDOR already has ${FILES[*]}"
     elif [ -n "${PRIVATE_PGM_SRC:-}" ]; then
         copy_vendor "$PRIVATE_PGM_SRC"
@@ -71,7 +83,7 @@ setup_vendor() {
         else
             echo "vendor: could not clone $REPO_URL. Clone https://github.com/ryan112358/private-pgm" \
                 "(now $REPO_URL) elsewhere and rerun with PRIVATE_PGM_SRC=<that clone>, or copy" \
-                "mechanisms/mst.py and mechanisms/cdp2adp.py into $VENDOR/ by hand." \
+                "${FILES[*]} from its mechanisms/ into $VENDOR/ by hand." \
                 "The benchmark reports the mbi peer as 'not set up' until then." >&2
         fi
     fi
