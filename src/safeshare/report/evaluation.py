@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from safeshare.data.table import Table
 from safeshare.evaluate.assessment import Assessment
 from safeshare.report import plots
-from safeshare.report.html import _worst_columns
+from safeshare.report.html import worst_columns
 
 _RISK, _SAFE, _GREY = "#C44E52", "#55A868", "#8C8C8C"
 
@@ -38,7 +38,7 @@ def render_evaluation_report(
         ),
         "tradeoff": tradeoff_chart(assessment),
         "calibration": calibration_chart(assessment),
-        "marginals": plots.marginal_chart(_worst_columns(train, release)),
+        "marginals": plots.marginal_chart(worst_columns(train, release)),
         "dcr": plots.dcr_chart(memorized.distances["train"], memorized.distances["holdout"])
         if memorized.distances
         else "",

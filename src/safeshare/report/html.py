@@ -43,7 +43,7 @@ def render_report(
         "tvd": plots.tvd_chart(
             [(f"{r['ways']}-way", r["train_mean"], r["holdout_mean"], r["floor"]) for r in rows]
         ),
-        "marginals": plots.marginal_chart(_worst_columns(train, synthetic)),
+        "marginals": plots.marginal_chart(worst_columns(train, synthetic)),
         "dcr": plots.dcr_chart(risk.distances["train"], risk.distances["holdout"])
         if risk.distances
         else "",
@@ -130,9 +130,10 @@ def _risk_rows(risk: RiskResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _worst_columns(
+def worst_columns(
     train: Table, synthetic: Table
 ) -> list[tuple[str, tuple[str, ...], np.ndarray, np.ndarray]]:
+    """The columns whose 1-way marginal the release matches worst: name, labels, counts."""
     engine = default_engine()
     panels = []
     for column in train.domain:
