@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("transformers")
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "obfuscate.md"
 
@@ -21,3 +23,4 @@ def test_the_obfuscate_page_runs(capsys: pytest.CaptureFixture[str]) -> None:
     printed = capsys.readouterr().out
     assert "curve points: 1" in printed
     assert "nearest neighbour: 100.0% of" in printed
+    assert "embeddings from the server: (4, 384)" in printed

@@ -16,6 +16,7 @@ from safeshare.cli.audit import audit_command
 from safeshare.cli.demo import demo
 from safeshare.cli.evaluate import evaluate_command
 from safeshare.cli.ledger import ledger_app
+from safeshare.cli.obfuscate import obfuscate_app
 from safeshare.cli.pac import pac_command
 from safeshare.cli.plan import plan_command
 from safeshare.cli.release import release_command
@@ -42,6 +43,7 @@ app.command("plan")(plan_command)
 app.command("train")(train_command)
 app.command("audit")(audit_command)
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(obfuscate_app, name="obfuscate")
 
 
 def _print_version(value: bool) -> None:

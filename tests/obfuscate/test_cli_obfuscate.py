@@ -1,0 +1,101 @@
+"""``safeshare obfuscate train|attack|serve`` through typer's CliRunner on a tiny data file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from safeshare.cli.obfuscate import obfuscate_app
+from safeshare.errors import InputError, OutputExistsError
+from tests.obfuscate.conftest import TEXTS
+
+PRIVATE = [
+    *TEXTS,
+    "Meet Alice Smith at 14 Elm Road on Tuesday",
+    "Your code is 889213, do not share",
+]
+PUBLIC = [
+    "The battery lasts all day and the screen is bright.",
+    "Service was slow but the food was great.",
+    "I would not buy this phone again, it broke after a week.",
+    "Friendly staff and a nice view of the river.",
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("obfuscate-cli")
+    data = root / "texts.csv"
+    data.write_text("id,text\n" + "".join(f'{i},"{t}"\n' for i, t in enumerate(PRIVATE)))
+    public = root / "public.txt"
+    public.write_text("\n".join(PUBLIC) + "\n\n")
+    return {"root": root, "data": data, "public": public}
+
+
+def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, Path]) -> None:
+    runner = CliRunner()
+    transform = files["root"] / "transform"
+    common = ["--data", str(files["data"]), "--text-column", "text", "--seed", "0"]
+    trained = runner.invoke(
+        obfuscate_app,
+        ["train", *common, "--out", str(transform), "--steps", "2", "--batch-size", "4"],
+    )
+    assert trained.exit_code == 0, trained.output
+    assert "nearest-neighbour token recovery" in trained.output
+    for name in ("transform.json", "transform.safetensors", "training.json"):
+        assert (transform / name).is_file()
+    assert json.loads((transform / "training.json").read_text())["curve"]
+
+    again = runner.invoke(obfuscate_app, ["train", *common, "--out", str(transform)])
+    assert isinstance(again.exception, OutputExistsError)
+
+    out = files["root"] / "attack"
+    attacked = runner.invoke(
+        obfuscate_app,
+        [
+            "attack", "--transform", str(transform), *common, "--public", str(files["public"]),
+            "--out", str(out), "--beam", "4",
+        ],
+    )  # fmt: skip
+    assert attacked.exit_code == 0, attacked.output
+    report = json.loads((out / "attack.json").read_text())
+    assert report["texts"] == len(PRIVATE) and report["public_texts"] == len(PUBLIC)
+    rows = {(row["attack"], row["input"]): row for row in report["attacks"]}
+    assert rows[("nearest neighbour", "clean")]["recovered"] == 1.0  # the attack works
+    beam = rows[("beam search (BeamClean-style)", "obfuscated")]
+    low, high = beam["interval"]
+    assert 0.0 <= low <= beam["recovered"] <= high + 1e-12 and high <= 1.0 + 1e-12
+    assert report["secure_noise"] is False and "empirical, not formal" in report["guarantee"]
+    written = (out / "attack.json").read_text() + (out / "report.md").read_text()
+    assert "Alice" not in written and "889213" not in written  # numbers only, no text
+    assert "| nearest neighbour | obfuscated |" in (out / "report.md").read_text()
+
+
+def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
+    runner = CliRunner()
+    wrong = runner.invoke(
+        obfuscate_app,
+        ["train", "--data", str(files["data"]), "--text-column", "body", "--out", "x"],
+    )
+    assert isinstance(wrong.exception, InputError)
+    assert "--text-column, one of ['id', 'text']" in str(wrong.exception)
+    missing = runner.invoke(
+        obfuscate_app,
+        [
+            "attack", "--transform", str(files["root"]), "--data", str(files["data"]),
+            "--public", str(files["root"] / "none.txt"), "--out", str(files["root"] / "a2"),
+        ],
+    )  # fmt: skip
+    assert isinstance(missing.exception, FileNotFoundError)
+    assert "public text file" in str(missing.exception)
+
+
+def test_help_says_what_each_command_needs() -> None:
+    runner = CliRunner()
+    attack = runner.invoke(obfuscate_app, ["attack", "--help"])
+    assert attack.exit_code == 0 and "PUBLIC" in attack.output
+    serve = runner.invoke(obfuscate_app, ["serve", "--help"])
+    assert "127.0.0.1" in serve.output and "--max-body-bytes" in serve.output
