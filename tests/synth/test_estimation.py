@@ -5,7 +5,13 @@ import itertools
 import numpy as np
 import pytest
 
-from safeshare.synth.marginals import JunctionTree, Measurement, estimate, sample_records
+from safeshare.synth.marginals import (
+    JunctionTree,
+    Measurement,
+    estimate,
+    noise_loss,
+    sample_records,
+)
 from safeshare.synth.marginals.factor import sum_to
 
 
@@ -84,6 +90,26 @@ def test_noisy_inconsistent_measurements_give_consistent_non_negative_marginals(
     assert (ab >= 0).all() and (bc >= 0).all()
     assert np.allclose(ab.sum(axis=0), bc.sum(axis=1))
     assert ab.sum() == pytest.approx(model.total)
+
+
+def test_fit_stops_at_the_noise_level_after_the_minimum_iterations():
+    sizes = {"a": 6, "b": 5, "c": 4}
+    joint = random_joint(sizes, [("a", "b"), ("b", "c")], seed=3) * 10_000
+    names = list(sizes)
+    rng = np.random.default_rng(1)
+    measured = [
+        Measurement(r, marginal(joint, names, r) + rng.normal(0, 2.0, [sizes[a] for a in r]), 2.0)
+        for r in [("a", "b"), ("b", "c"), ("a",), ("c",)]
+    ]
+    target = noise_loss(measured)
+    assert target == pytest.approx(0.5 * (30 + 20 + 6 + 4))
+    full = estimate(sizes, measured, iterations=2000)
+    assert full.loss < target  # to convergence, the fit goes below the noise: it fits the noise
+    early = estimate(sizes, measured, iterations=2000, target_loss=target, min_iterations=5)
+    assert 5 <= early.iterations < full.iterations
+    assert full.loss < early.loss <= target
+    floor = estimate(sizes, measured, iterations=2000, target_loss=1e12, min_iterations=40)
+    assert floor.iterations == 40
 
 
 def test_systematic_sampling_matches_counts_to_one_record():

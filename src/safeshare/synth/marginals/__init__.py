@@ -1,6 +1,12 @@
 """The marginal engine: graphical models fitted to noisy marginals, and sampling from them."""
 
-from safeshare.synth.marginals.estimation import Estimate, Measurement, estimate, estimate_total
+from safeshare.synth.marginals.estimation import (
+    Estimate,
+    Measurement,
+    estimate,
+    estimate_total,
+    noise_loss,
+)
 from safeshare.synth.marginals.junction_tree import JunctionTree
 from safeshare.synth.marginals.model import GraphicalModel
 from safeshare.synth.marginals.sampling import sample_records
@@ -12,5 +18,6 @@ __all__ = [
     "Measurement",
     "estimate",
     "estimate_total",
+    "noise_loss",
     "sample_records",
 ]

@@ -84,6 +84,8 @@ def estimate(
     zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
     warm_start: Estimate | None = None,
     tolerance: float = 1e-7,
+    target_loss: float | None = None,
+    min_iterations: int = 0,
     progress: Callable[[int, float], None] | None = None,
 ) -> Estimate:
     """Fit a graphical model to the measurements by mirror descent.
@@ -93,7 +95,9 @@ def estimate(
     a boolean array over ``attrs``; forbidden cells get probability exactly zero.
     ``warm_start`` reuses a previous fit's potentials (where its cliques fit) and
     step size.  Stops early when the relative loss change falls below
-    ``tolerance`` over 25 iterations.
+    ``tolerance`` over 25 iterations, or, with ``target_loss``, once the loss is at
+    most ``target_loss`` after at least ``min_iterations`` (fitting noisy marginals
+    closer than their noise only fits the noise; see :func:`noise_loss`).
     """
     if not measurements:
         raise ValueError("estimation needs at least one measurement")
@@ -167,9 +171,20 @@ def estimate(
         history.append(loss)
         if progress is not None:
             progress(iteration, loss)
+        if target_loss is not None and iteration >= min_iterations and loss <= target_loss:
+            break  # as close to the measurements as the true marginals: further fits the noise
         if len(history) > 25 and history[-26] - loss <= tolerance * max(abs(loss), 1.0):
             break
     return Estimate(model, loss, iteration, step)
+
+
+def noise_loss(measurements: Sequence[Measurement]) -> float:
+    """The expected loss at the true marginals: 1/2 per measured cell (its noise, squared, in sigmas).
+
+    >>> noise_loss([Measurement(("a",), np.zeros(4), 2.0)])
+    2.0
+    """
+    return 0.5 * sum(m.values.size for m in measurements)
 
 
 def _clique_of(tree: JunctionTree, m: Measurement) -> int:
