@@ -187,7 +187,10 @@ def serve_in_thread(
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    # log_config=None: uvicorn attaches no handler to the sys.stderr of the moment (under a
+    # test runner, a capture stream closed when the test ends); its loggers propagate instead
+    config = uvicorn.Config(app, log_level="warning", access_log=False, log_config=None)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
