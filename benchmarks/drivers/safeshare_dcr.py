@@ -20,29 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _eval import report
+from _eval import COLUMNS_A, COLUMNS_B, SECRET, report
 
 from safeshare.data import encode_frame
 from safeshare.evaluate.neighbors import nearest_distances
 from safeshare.release.evaluation import evaluation_domain
 
-NAMES = [
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education-num",
-    "marital-status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "native-country",
-    "income",
-]
+NAMES = [*COLUMNS_A, *COLUMNS_B, SECRET]  # Adult's columns in file order
 
 
 def draw(adult: pd.DataFrame, rows: int, rng: np.random.Generator) -> pd.DataFrame:

@@ -133,17 +133,26 @@ def check_values(frame: pd.DataFrame, decisions: list[ColumnDecision]) -> None:
             as_numbers(frame[d.name], d.name, d.kind)
 
 
-def infer_column_unsafe(values: pd.Series, decision: ColumnDecision) -> Column:
+def infer_column_unsafe(
+    values: pd.Series,
+    decision: ColumnDecision,
+    *,
+    max_categories: int = MAX_UNSAFE_CATEGORIES,
+    max_singletons: int = MAX_SINGLETON_INTEGERS,
+    bins: int | None = None,
+) -> Column:
     """A column's domain read straight from the data: NOT differentially private.
 
-    Categories are the observed values (the most frequent ones, the rest folded
-    into "(other)"); numeric bounds are the observed min and max.
+    Categories are the observed values (the ``max_categories`` most frequent, the rest
+    folded into "(other)"); numeric bounds are the observed min and max (unless the
+    schema gives them), integers one code each below ``max_singletons`` values, else
+    ``bins`` bins (default: the schema's, else ``DEFAULT_BINS``).
     """
     spec = decision.spec
     present = values.dropna()
     if decision.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
         counts = present.astype("string").str.strip().value_counts()
-        categories = tuple(sorted(map(str, counts.index[:MAX_UNSAFE_CATEGORIES])))
+        categories = tuple(sorted(map(str, counts.index[:max_categories])))
         return Column(decision.name, decision.kind, decision.role, categories=categories)
     numbers = as_numbers(present, decision.name, decision.kind)
     numbers = numbers[~np.isnan(numbers)]
@@ -151,13 +160,14 @@ def infer_column_unsafe(values: pd.Series, decision: ColumnDecision) -> Column:
     upper = spec.upper if spec is not None else None
     lo = lower if lower is not None else (float(numbers.min()) if numbers.size else 0.0)
     hi = upper if upper is not None else (float(numbers.max()) if numbers.size else lo + 1.0)
-    bins = spec.bins if spec is not None and spec.bins else DEFAULT_BINS
+    if bins is None:
+        bins = spec.bins if spec is not None and spec.bins else DEFAULT_BINS
     integer = decision.integer or decision.kind is Kind.DATETIME
     if integer:
         lo_i, hi_i = int(np.floor(lo)), int(np.ceil(hi))
         edges = (
             singleton_edges(lo_i, hi_i)
-            if hi_i - lo_i < MAX_SINGLETON_INTEGERS
+            if hi_i - lo_i < max_singletons
             else integer_edges(lo, hi, bins)
         )
     else:

@@ -38,9 +38,9 @@ import pandas as pd
 
 from safeshare import __version__
 from safeshare._progress import Progress, no_progress
-from safeshare.data.codec import as_numbers, encode_frame, integer_edges, singleton_edges
-from safeshare.data.domain import Column, Domain, Kind, Role
-from safeshare.data.plan import ColumnDecision, Source, decide_columns
+from safeshare.data.codec import encode_frame
+from safeshare.data.domain import Domain, Kind, Role
+from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_column_unsafe
 from safeshare.data.readers import fingerprint_file, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
@@ -299,30 +299,16 @@ def evaluation_domain(
         if d.source is Source.SCHEMA and d.spec is not None:
             columns.append(d.spec.to_column(d.name))
         else:
-            columns.append(_column_from_data(both[d.name], d, numeric_bins))
+            columns.append(
+                infer_column_unsafe(
+                    both[d.name],
+                    d,
+                    max_categories=MAX_CATEGORIES,
+                    max_singletons=MAX_SINGLETONS,
+                    bins=numeric_bins,
+                )
+            )
     return Domain(tuple(columns)), decisions
-
-
-def _column_from_data(values: pd.Series, decision: ColumnDecision, bins: int) -> Column:
-    present = values.dropna()
-    if decision.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
-        counts = present.astype("string").str.strip().value_counts()
-        categories = tuple(sorted(map(str, counts.index[:MAX_CATEGORIES])))
-        return Column(decision.name, decision.kind, decision.role, categories=categories)
-    numbers = as_numbers(present, decision.name, decision.kind)
-    numbers = numbers[~np.isnan(numbers)]
-    lo, hi = float(numbers.min()), float(numbers.max())
-    integer = decision.integer or decision.kind is Kind.DATETIME
-    if integer:
-        lo_i, hi_i = math.floor(lo), math.ceil(hi)
-        edges = (
-            singleton_edges(lo_i, hi_i)
-            if hi_i - lo_i < MAX_SINGLETONS
-            else integer_edges(lo, hi, bins)
-        )
-    else:
-        edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))
-    return Column(decision.name, decision.kind, decision.role, edges=edges, integer=integer)
 
 
 def _auxiliary(frame: pd.DataFrame, domain: Domain) -> Table:
