@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[test,train,text,serve]"
+	$(BIN)/python -m pip install --quiet -e ".[test,train,text,serve,scale,spark]"
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

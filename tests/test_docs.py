@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
@@ -34,3 +36,15 @@ def test_tutorial_runs(tmp_path, monkeypatch):
             assert done.returncode == 0, f"{code}\n{done.stdout}\n{done.stderr}"
     assert (tmp_path / "release" / "report.html").exists()
     assert not (tmp_path / "release-2").exists()  # refused by the ledger
+
+
+def test_engines_page_runs(tmp_path, monkeypatch):
+    pytest.importorskip("duckdb")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    found = [code for language, code in blocks(DOCS / "engines.md") if language == "python"]
+    assert len(found) == 2
+    for code in found:
+        exec(compile(code, "engines.md", "exec"), namespace)
+    assert namespace["result"].card["engine"] == {"name": "duckdb", "memory_limit": "1GB"}
+    assert namespace["model"].fitted_

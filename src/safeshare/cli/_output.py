@@ -45,6 +45,8 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
     table.add_row("guarantee", card["guarantee"])
     table.add_row("noise", "secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]")
     table.add_row("domain", card["domain_source"])
+    if "engine" in card:
+        table.add_row("engine", card["engine"]["name"])
     table.add_row(
         "rows", f"{card['rows_out']} synthetic from {card['rows_train']} training records"
     )

@@ -10,7 +10,11 @@ from safeshare.cli._output import progress_bar, release_summary
 
 
 def release_command(
-    data: Path = typer.Argument(..., help="The sensitive table: a CSV/TSV or Parquet file."),
+    data: str = typer.Argument(
+        ...,
+        help="The sensitive table: a CSV/TSV or Parquet file, a folder of Parquet files, or "
+        "with --engine spark a URI (hdfs://, s3a://).",
+    ),
     out: Path = typer.Option(
         ..., "--out", "-o", help="Directory to write synthetic.csv, card.json, report.html."
     ),
@@ -53,6 +57,18 @@ def release_command(
     total_delta: float | None = typer.Option(
         None, help="Total delta of this dataset, if the ledger has none yet."
     ),
+    engine: str = typer.Option(
+        "auto",
+        help="Who counts: numpy (in memory), duckdb (files larger than memory), spark (a "
+        "cluster; DATA may be a URI) or auto (duckdb above 1 GiB when installed). "
+        "The release is the same.",
+    ),
+    spark_master: str | None = typer.Option(
+        None, help="spark: the master URL (default: what spark-submit gives, else local[2])."
+    ),
+    memory_limit: str | None = typer.Option(
+        None, help="duckdb: memory cap, e.g. 2GB (default: $SAFESHARE_DUCKDB_MEMORY or 2GB)."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
@@ -83,6 +99,9 @@ def release_command(
             force=force,
             config=config,
             progress=progress,
+            engine=engine,
+            memory_limit=memory_limit,
+            spark_master=spark_master,
         )
     if quiet:
         return

@@ -4,9 +4,10 @@ from safeshare.data.codec import EncodeReport, decode_table, encode_frame
 from safeshare.data.domain import Column, Domain, Kind, Role
 from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
 from safeshare.data.schema import ColumnSpec, Schema
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable, Table
 
 __all__ = [
+    "CodedTable",
     "Column",
     "ColumnSpec",
     "Domain",

@@ -96,13 +96,35 @@ def _missing_mask(values: pd.Series) -> np.ndarray:
     return mask
 
 
+def missing_refused(name: str, count: int) -> EncodingError:
+    """The error for missing values in a column declared without a missing code."""
+    return EncodingError(
+        f"column {name!r} has {count} missing value(s) but is declared "
+        "with missing: false; allow missing values in the schema or fill them"
+    )
+
+
+def other_refused(name: str, count: int) -> EncodingError:
+    """The error for values outside the categories of a column without an 'other' code."""
+    return EncodingError(
+        f"column {name!r}: {count} value(s) are outside the declared categories "
+        "and the column allows no 'other'; add the categories or set other: true"
+    )
+
+
+def not_parsed(name: str, kind: Kind, count: int) -> EncodingError:
+    """The error for values of a numeric or datetime column that are not numbers or dates."""
+    what = "dates (YYYY-MM-DD)" if kind is Kind.DATETIME else "numbers"
+    return EncodingError(
+        f"column {name!r} is declared {kind} but {count} of its values "
+        f"are not {what}; declare it categorical in the schema or clean those values"
+    )
+
+
 def _finish(codes: np.ndarray, missing: np.ndarray, column: Column) -> np.ndarray:
     if missing.any():
         if column.missing_code is None:
-            raise EncodingError(
-                f"column {column.name!r} has {int(missing.sum())} missing value(s) but is declared "
-                "with missing: false; allow missing values in the schema or fill them"
-            )
+            raise missing_refused(column.name, int(missing.sum()))
         codes[missing] = column.missing_code
     return codes
 
@@ -122,10 +144,7 @@ def _encode_categorical(values: pd.Series, column: Column) -> tuple[np.ndarray, 
     n_other = int(unseen.sum())
     if n_other:
         if column.other_code is None:
-            raise EncodingError(
-                f"column {column.name!r}: {n_other} value(s) are outside the declared categories "
-                "and the column allows no 'other'; add the categories or set other: true"
-            )
+            raise other_refused(column.name, n_other)
         codes[unseen] = column.other_code
     codes[missing] = 0
     result = _finish(codes.astype(np.int64), missing, column)
@@ -152,16 +171,11 @@ def as_numbers(values: pd.Series, name: str, kind: Kind) -> np.ndarray:
         numbers = ((parsed - pd.Timestamp("1970-01-01")) / _DAY).to_numpy(
             dtype=float, na_value=np.nan
         )
-        what = "dates (YYYY-MM-DD)"
     else:
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        what = "numbers"
     bad = np.isnan(numbers) & ~missing
     if bad.any():
-        raise EncodingError(
-            f"column {name!r} is declared {kind} but {int(bad.sum())} of its values "
-            f"are not {what}; declare it categorical in the schema or clean those values"
-        )
+        raise not_parsed(name, kind, int(bad.sum()))
     return numbers
 
 

@@ -58,16 +58,16 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
     present = values.dropna()
     if present.empty:
         return GuessedColumn(name, Kind.CATEGORICAL)
-    text = present.astype("string")
+    # every test below reads each distinct value once, weighted by how often it occurs
+    counts = present.astype("string").value_counts(sort=False, dropna=True)
+    text = pd.Series(counts.index, dtype="string")
+    weights = counts.to_numpy(dtype=float)
+    rows = int(weights.sum())
     numbers = pd.to_numeric(text, errors="coerce")
     if not numbers.isna().any():
         integer = bool(np.all(np.mod(numbers.to_numpy(dtype=float), 1) == 0))
         reason = _identifier_by_name(name)
-        record_number = (
-            integer
-            and len(present) >= _MIN_ROWS_FOR_UNIQUENESS
-            and numbers.nunique() == len(present)
-        )
+        record_number = integer and rows >= _MIN_ROWS_FOR_UNIQUENESS and rows == numbers.nunique()
         if reason is None and record_number:
             reason = "every value distinct (a record number)"
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
@@ -76,14 +76,15 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
             name, Kind.DATETIME, integer=True, identifier=_identifier_by_name(name)
         )
     for label, pattern in _VALUE_PATTERNS.items():
-        if text.str.fullmatch(pattern).mean() >= _NEAR_UNIQUE:
+        matches = text.str.fullmatch(pattern).to_numpy(dtype=float, na_value=0.0)
+        if matches @ weights / rows >= _NEAR_UNIQUE:
             return GuessedColumn(name, Kind.TEXT, identifier=label)
-    words = text.str.count(r"\S+").mean()
-    distinct = text.nunique() / len(text)
+    words = text.str.count(r"\S+").to_numpy(dtype=float) @ weights / rows
+    distinct = len(text) / rows
     if words >= _FREE_TEXT_WORDS and distinct >= 0.5:
         return GuessedColumn(name, Kind.TEXT, identifier="free text")
     reason = _identifier_by_name(name)
-    if reason is None and len(text) >= _MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
+    if reason is None and rows >= _MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
         reason = "near-unique values"
     return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
 

@@ -54,6 +54,24 @@ def read_frame(
     return _read_csv(path, header=header, names=names, missing_values=missing_values)
 
 
+def sniff_csv(path: str | Path) -> tuple[str, bool]:
+    """The delimiter of a CSV file and whether a header leads it, decided as :func:`read_frame` does.
+
+    Only the first 64 KiB are read, so this serves files far larger than memory.
+    """
+    with Path(path).open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    if b"\x00" in head:
+        raise InputError(
+            f"{str(path)!r} holds binary data, not a CSV; export the table as CSV or Parquet"
+        )
+    sample = head.decode("utf-8-sig", errors="replace")
+    if not sample.strip():
+        raise InputError(f"{str(path)!r} is empty; give a table with a header and at least one row")
+    delimiter = _sniff_delimiter(sample)
+    return delimiter, _has_header(sample, delimiter)
+
+
 def fingerprint_file(path: str | Path) -> str:
     """SHA-256 of a file's bytes: the identity of a dataset in the privacy ledger."""
     digest = hashlib.sha256()

@@ -17,7 +17,7 @@ values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,6 +36,28 @@ def _code_dtype(size: int) -> np.dtype:
     if size <= np.iinfo(np.uint16).max:
         return np.dtype(np.uint16)
     return np.dtype(np.int32)
+
+
+@runtime_checkable
+class CodedTable(Protocol):
+    """What counting needs of a table: its Domain, its length and recoding.
+
+    :class:`Table` holds the codes in memory; an engine's table (DuckDB's) holds
+    them where the engine counts, larger than memory.  Synthesizers and checks that
+    only count work on either.
+    """
+
+    @property
+    def domain(self) -> Domain: ...
+
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+
+    def __len__(self) -> int: ...
+
+    def recode(self, forward: Mapping[str, np.ndarray], domain: Domain) -> CodedTable:
+        """The table with each column's codes mapped through ``forward[name]`` onto ``domain``."""
+        ...
 
 
 class Table:
@@ -97,6 +119,16 @@ class Table:
     def take(self, rows: np.ndarray) -> Table:
         """The rows at the given positions (or boolean mask), in that order."""
         return Table({n: c[rows] for n, c in self._codes.items()}, self._domain)
+
+    def recode(self, forward: Mapping[str, np.ndarray], domain: Domain) -> Table:
+        """Each column's codes mapped through ``forward[name]`` (new code per old code).
+
+        >>> from safeshare.data.domain import Domain
+        >>> t = Table({"a": np.array([0, 1, 2])}, Domain.from_sizes({"a": 3}))
+        >>> t.recode({"a": np.array([0, 0, 1])}, Domain.from_sizes({"a": 2})).column("a").tolist()
+        [0, 0, 1]
+        """
+        return Table({n: np.asarray(forward[n])[self._codes[n]] for n in domain.names}, domain)
 
     def with_domain(self, domain: Domain) -> Table:
         """The same codes under a domain of the same names and sizes (e.g. new roles)."""

@@ -13,19 +13,25 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable
 
 
 @runtime_checkable
 class CountingEngine(Protocol):
-    """Counts over a Table's codes."""
+    """Counts over a table's codes (an in-memory Table, or one the engine stores)."""
 
     name: str
 
-    def counts(self, table: Table, columns: Sequence[str]) -> np.ndarray:
+    def counts(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
         """The contingency table over ``columns``: shape ``domain.shape(columns)``, int64."""
         ...
 
-    def group_sizes(self, table: Table, columns: Sequence[str]) -> np.ndarray:
+    def counts_many(
+        self, table: CodedTable, column_sets: Sequence[Sequence[str]]
+    ) -> list[np.ndarray]:
+        """Several contingency tables at once (engines that scan files do it in one pass)."""
+        ...
+
+    def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
         """The sizes of the non-empty groups of records sharing values on ``columns``."""
         ...

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable, Table
+from safeshare.errors import InputError
 
 # above this many cells a dense bincount wastes memory: count the distinct keys instead
 _DENSE_LIMIT = 1 << 26
@@ -28,7 +29,8 @@ class NumpyEngine:
 
     name = "numpy"
 
-    def counts(self, table: Table, columns: Sequence[str]) -> np.ndarray:
+    def counts(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
+        table = _in_memory(table)
         shape = table.domain.shape(columns)
         cells = int(np.prod(shape, dtype=np.float64)) if shape else 1
         if cells > _DENSE_LIMIT:
@@ -39,7 +41,14 @@ class NumpyEngine:
         keys = self._keys(table, columns, shape)
         return np.bincount(keys, minlength=cells).reshape(shape).astype(np.int64)
 
-    def group_sizes(self, table: Table, columns: Sequence[str]) -> np.ndarray:
+    def counts_many(
+        self, table: CodedTable, column_sets: Sequence[Sequence[str]]
+    ) -> list[np.ndarray]:
+        """Several contingency tables (one pass each: bincount is already one scan)."""
+        return [self.counts(table, s) for s in column_sets]
+
+    def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
+        table = _in_memory(table)
         shape = table.domain.shape(columns)
         cells = float(np.prod(shape, dtype=np.float64)) if shape else 1.0
         if cells >= 2**62:
@@ -59,3 +68,12 @@ class NumpyEngine:
             keys *= size
             keys += table.column(name)
         return keys
+
+
+def _in_memory(table: CodedTable) -> Table:
+    if not isinstance(table, Table):
+        raise InputError(
+            f"the numpy engine counts in-memory tables; this one ({type(table).__name__}) is "
+            "counted by its own engine"
+        )
+    return table

@@ -41,6 +41,7 @@ from safeshare.data.plan import (
     infer_column_unsafe,
 )
 from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
+from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
@@ -49,10 +50,11 @@ from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Target, plan_discove
 from safeshare.dp.ledger import Ledger, LedgerStatus
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
-from safeshare.evaluate import evaluate_release, train_holdout_split
+from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
-from safeshare.release.output import check_output, write_release
+from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
+from safeshare.release.output import check_output, sample_release, write_release
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
@@ -94,6 +96,9 @@ def release(
     dataset_name: str | None = None,
     config: AnonymizeConfig | Mapping[str, Any] | str | Path | None = None,
     progress: Progress | None = None,
+    engine: str = "auto",
+    memory_limit: str | None = None,
+    spark_master: str | None = None,
 ) -> ReleaseResult | AnonymizedRelease:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
@@ -101,10 +106,18 @@ def release(
     first time (default: this release's own budget).  ``seed`` makes the run
     reproducible and *not* private against whoever knows the seed.  ``method="anonymize"``
     runs :func:`safeshare.release.anonymize.release_anonymized` with ``config`` instead
-    (no DP: the budget, schema and ledger arguments do not apply).
+    (no DP: the budget, schema and ledger arguments do not apply).  ``engine`` picks who
+    counts: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at most
+    ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, or what ``spark-submit``
+    gives), ``auto`` by the input's size; the release is the same.
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    if method == "anonymize" and engine in ("duckdb", "spark"):
+        raise InputError(
+            f"--method anonymize runs in memory for now; drop --engine {engine} "
+            "(or use --engine numpy)"
+        )
     if method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
         if config is None:
             raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
@@ -125,16 +138,61 @@ def release(
     schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
 
     report("reading", 0.0)
-    frame, fingerprint, name = read_input(source, schema, dataset_name)
+    with open_input(
+        source,
+        schema,
+        dataset_name,
+        engine=engine,
+        memory_limit=memory_limit,
+        spark_master=spark_master,
+    ) as data:
+        return _release_input(
+            data,
+            out=out,
+            method=method,
+            budget=budget,
+            schema=schema,
+            holdout_fraction=holdout_fraction,
+            rows=rows,
+            seed=seed,
+            unsafe_infer=unsafe_infer,
+            ledger=ledger,
+            total_budget=total_budget,
+            force=force,
+            report=report,
+            synthesizer_options={
+                "workload": workload,
+                "max_model_size": max_model_size,
+                "time_limit": time_limit,
+            },
+        )
+
+
+def _release_input(
+    data: ReleaseInput,
+    *,
+    out: Path,
+    method: str,
+    budget: PrivacyBudget,
+    schema: Schema | None,
+    holdout_fraction: float,
+    rows: int | None,
+    seed: int | None,
+    unsafe_infer: bool,
+    ledger: Ledger | str | Path | None,
+    total_budget: PrivacyBudget | None,
+    force: bool,
+    report: Progress,
+    synthesizer_options: dict[str, Any],
+) -> ReleaseResult:
+    """The release of one opened input (see :func:`release`)."""
+    rand = Randomness(seed)
+    rng = rand.generator()
+    n_train, n_holdout = data.split(holdout_fraction, RowOrder.draw(rng))
+    frame = data.decision_frame()
     decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
     check_values(frame, decisions)
     modelled = [d for d in decisions if d.modelled]
-
-    rand = Randomness(seed)
-    rng = rand.generator()
-    train_rows, holdout_rows = train_holdout_split(len(frame), holdout_fraction, rng)
-    train_frame = frame.iloc[train_rows].reset_index(drop=True)
-    holdout_frame = frame.iloc[holdout_rows].reset_index(drop=True)
 
     constraints = list(schema.constraints) if schema is not None else []
     if constraints and method != "aim":
@@ -148,10 +206,8 @@ def release(
         rho,
         seed,
         _subrange(report, 0.2, 0.8),
-        workload=workload,
-        max_model_size=max_model_size,
-        time_limit=time_limit,
         constraints=constraints,
+        **synthesizer_options,
     )
     planned = Accountant(
         [*discovery.events, *synthesizer.privacy_events([d.name for d in modelled])]
@@ -159,22 +215,29 @@ def release(
     planned.check_within(budget)
     if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
         synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
-    _check_useful(synthesizer, len(modelled), len(train_frame), budget, discovery.delta)
+    _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
 
     ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     status = ledger.spend(
-        fingerprint, budget, label=f"release {method}", name=name, default_total=total_budget
+        data.fingerprint,
+        budget,
+        label=f"release {method}",
+        name=data.name,
+        default_total=total_budget,
     )
 
     report("discovering the domain", 0.1)
-    domain, notes = resolve_domain(decisions, discovery, train_frame, rand)
-    train, encode_report = Table.from_frame(train_frame, domain)
-    holdout = Table.from_frame(holdout_frame, domain)[0] if len(holdout_frame) else None
+    domain, notes = resolve_domain(decisions, discovery, data.discovery_frame(), rand)
+    parts = data.encode(domain)
+    train, holdout = parts.train_sample, parts.holdout_sample
 
     report("synthesizing", 0.2)
-    synthesizer.fit(train)
-    synthetic = synthesizer.sample(rows)
-    released = synthetic.decode(rng)
+    synthesizer.fit(parts.train)
+    rows_out = synthesizer.default_rows() if rows is None else rows
+    sampled = sample_release(synthesizer, rows_out, rng, out.parent)
+    synthetic = sampled.first
+    if len(synthetic) > EVALUATION_ROWS:
+        synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
     accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
     epsilon_spent = accountant.check_within(budget)
 
@@ -189,17 +252,17 @@ def release(
         secure_noise=rand.secure,
         decisions=decisions,
         domain=domain,
-        name=name,
-        fingerprint=fingerprint,
-        rows_in=len(frame),
-        rows_train=len(train),
-        rows_holdout=len(holdout_frame),
-        rows_out=len(released),
+        name=data.name,
+        fingerprint=data.fingerprint,
+        rows_in=len(data),
+        rows_train=n_train,
+        rows_holdout=n_holdout,
+        rows_out=rows_out,
         holdout_fraction=holdout_fraction,
         utility=utility,
         risk=risk,
         ledger=ledger_summary(ledger, status),
-        notes=notes + synthesizer.describe().get("notes", []),
+        notes=notes + parts.notes + synthesizer.describe().get("notes", []),
         model=synthesizer.describe(),
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         version=__version__,
@@ -207,13 +270,22 @@ def release(
     report("writing", 0.9)
     if assessment is not None:
         card["metrics"]["evaluation"] = assessment.to_dict()
+    card["engine"] = data.describe()
     card = card_module.as_json(card)
     html = render_report(card, train=train, synthetic=synthetic, risk=risk, assessment=assessment)
-    write_release(out, {"synthetic.csv": released, "card.json": card, "report.html": html}, force)
+    try:
+        write_release(
+            out,
+            {"synthetic.csv": sampled.content, "card.json": card, "report.html": html},
+            force,
+        )
+    finally:
+        sampled.discard()
     report("done", 1.0)
     # folding and clipping are expected where DP chose the domain; against a schema they are news
     declared = [d.name for d in decisions if d.source is Source.SCHEMA]
-    return ReleaseResult(out, card, released, encode_report.warnings(declared) + notes)
+    warnings = parts.report.warnings(declared) + notes
+    return ReleaseResult(out, card, sampled.first_frame, warnings)
 
 
 ATTACKS = 500  # attacks of each kind a release runs on itself (fewer when the data are smaller)

@@ -31,11 +31,11 @@ import numpy as np
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable, Table
 from safeshare.dp.events import PrivacyEvent, ZCDPEvent
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
 from safeshare.dp.randomness import Randomness
-from safeshare.engine import CountingEngine, default_engine
+from safeshare.engine import CountingEngine, engine_for
 from safeshare.errors import EncodingError, SchemaError
 from safeshare.synth.base import FitOnce, budget_rho
 from safeshare.synth.compress import Compression
@@ -154,13 +154,13 @@ class AIM(FitOnce):
 
     # -- fit ------------------------------------------------------------------------------
 
-    def fit(self, table: Table) -> Self:
+    def fit(self, table: CodedTable) -> Self:
         self._begin_fit()
         if len(table) == 0:
             raise EncodingError("cannot fit AIM on an empty table")
         started = time.process_time()
         report = self.progress or no_progress
-        engine = self.engine or default_engine()
+        engine = self.engine or engine_for(table)
         rand = Randomness(self.rng)
         domain, names = table.domain, table.columns
         self.check(domain)
@@ -270,7 +270,7 @@ class AIM(FitOnce):
 
     @staticmethod
     def _one_way(
-        table: Table,
+        table: CodedTable,
         names: Sequence[str],
         engine: CountingEngine,
         sigma: float,
@@ -279,7 +279,7 @@ class AIM(FitOnce):
         label: str = "",
     ) -> dict[str, np.ndarray]:
         """Noisy counts of every 1-way marginal (one Gaussian release, L2 sensitivity sqrt(d))."""
-        exact = [engine.counts(table, [n]) for n in names]
+        exact = engine.counts_many(table, [[n] for n in names])
         mechanism = GaussianMechanism(
             sigma, math.sqrt(len(names)), f"aim: 1-way marginals {label}".strip()
         )
@@ -337,10 +337,15 @@ class AIM(FitOnce):
 
     # -- sample ---------------------------------------------------------------------------
 
+    def default_rows(self) -> int:
+        """How many records :meth:`sample` draws by default: the model's noisy record count."""
+        self._check_fitted()
+        return max(round(self.model_.total), 1)
+
     def sample(self, n: int | None = None) -> Table:
         """``n`` synthetic records (default: the model's noisy estimate of the input size)."""
         self._check_fitted()
-        rows = max(round(self.model_.total), 1) if n is None else int(n)
+        rows = self.default_rows() if n is None else int(n)
         if rows < 0:
             raise ValueError(f"cannot sample {rows} rows; ask for zero or more")
         rng = self._rand.generator()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from safeshare.data.domain import Domain
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable, Table
 from safeshare.synth.marginals.estimation import Measurement
 
 _KEEP_SIGMAS = 3.0
@@ -75,10 +75,10 @@ class Compression:
     def apply(self, name: str, codes: np.ndarray) -> np.ndarray:
         return self.forward[name][codes]
 
-    def apply_table(self, table: Table) -> Table:
-        """The table on compressed codes (a plain integer-coded domain)."""
+    def apply_table(self, table: CodedTable) -> CodedTable:
+        """The table on compressed codes (a plain integer-coded domain), where the table lives."""
         domain = Domain.from_sizes({c: self.sizes[c] for c in table.columns})
-        return Table({c: self.apply(c, table.column(c)) for c in table.columns}, domain)
+        return table.recode(self.forward, domain)
 
     def invert_table(
         self, codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Generator

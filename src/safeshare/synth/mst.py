@@ -34,11 +34,11 @@ import numpy as np
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain
-from safeshare.data.table import Table
+from safeshare.data.table import CodedTable, Table
 from safeshare.dp.events import ComposedEvent, ExponentialEvent, GaussianEvent, PrivacyEvent
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
 from safeshare.dp.randomness import Randomness
-from safeshare.engine import CountingEngine, default_engine
+from safeshare.engine import CountingEngine, engine_for
 from safeshare.errors import EncodingError
 from safeshare.synth.base import FitOnce, budget_rho
 from safeshare.synth.compress import Compression
@@ -120,19 +120,19 @@ class MST(FitOnce):
 
     # -- fit and sample -------------------------------------------------------------------
 
-    def fit(self, table: Table) -> Self:
+    def fit(self, table: CodedTable) -> Self:
         self._begin_fit()
         if len(table) == 0:
             raise EncodingError("cannot fit MST on an empty table")
         report = self.progress or no_progress
-        engine = self.engine or default_engine()
+        engine = self.engine or engine_for(table)
         rand = Randomness(self.rng)
         domain = table.domain
         d = len(domain)
         sigma1, epsilon_edge, sigma2 = self.noise_scales(d)
 
         report("measuring 1-way marginals", 0.0)
-        exact = [engine.counts(table, [c]) for c in domain.names]
+        exact = engine.counts_many(table, [[c] for c in domain.names])
         noisy_all = GaussianMechanism(sigma1, math.sqrt(d), "mst: 1-way marginals").release(
             np.concatenate(exact), rand
         )
@@ -153,7 +153,7 @@ class MST(FitOnce):
             report("selecting the tree", 0.2)
             edges = self._select(small, one_way, epsilon_edge, engine, rand)
             report("measuring 2-way marginals", 0.4)
-            exact2 = [engine.counts(small, list(e)) for e in edges]
+            exact2 = engine.counts_many(small, edges)
             noisy2 = GaussianMechanism(sigma2, math.sqrt(d - 1), "mst: 2-way marginals").release(
                 np.concatenate([x.ravel() for x in exact2]), rand
             )
@@ -182,7 +182,7 @@ class MST(FitOnce):
 
     def _select(
         self,
-        small: Table,
+        small: CodedTable,
         one_way: list[Measurement],
         epsilon_edge: float,
         engine: CountingEngine,
@@ -194,9 +194,10 @@ class MST(FitOnce):
         total = independent.model.total
         marginal = {a: independent.model.project([a]) for a in names}
         scores: dict[tuple[str, str], float] = {}
-        for a, b in itertools.combinations(names, 2):
+        pairs = list(itertools.combinations(names, 2))
+        for (a, b), exact in zip(pairs, engine.counts_many(small, pairs), strict=True):
             predicted = np.outer(marginal[a], marginal[b]) / total
-            scores[(a, b)] = float(np.abs(engine.counts(small, [a, b]) - predicted).sum())
+            scores[(a, b)] = float(np.abs(exact - predicted).sum())
         component = {a: a for a in names}
 
         def root(a: str) -> str:
@@ -213,10 +214,15 @@ class MST(FitOnce):
             chosen.append((a, b))
         return chosen
 
+    def default_rows(self) -> int:
+        """How many records :meth:`sample` draws by default: the model's noisy record count."""
+        self._check_fitted()
+        return max(round(self.model_.total), 1)
+
     def sample(self, n: int | None = None) -> Table:
         """``n`` synthetic records (default: the model's noisy estimate of the input size)."""
         self._check_fitted()
-        rows = max(round(self.model_.total), 1) if n is None else int(n)
+        rows = self.default_rows() if n is None else int(n)
         if rows < 0:
             raise ValueError(f"cannot sample {rows} rows; ask for zero or more")
         rng = self._rand.generator()

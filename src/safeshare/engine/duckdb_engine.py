@@ -1,0 +1,311 @@
+"""The DuckDB engine: counts as SQL over codes stored on disk, for tables larger than memory.
+
+A :class:`DuckDBEngine` owns one DuckDB database in a private temporary directory
+(deleted on :meth:`~DuckDBEngine.close`) with a memory cap; DuckDB spills to disk
+beyond it.  Files are opened with :meth:`DuckDBEngine.open` (see
+:mod:`safeshare.engine.duckdb_source`), encoded once into a table of small integer
+codes, and every count - a marginal, the sizes of equivalence classes - is one
+``GROUP BY`` over that table.  Only counts come back to Python.
+
+>>> import numpy as np
+>>> from safeshare.data import Domain, Table
+>>> table = Table({"a": np.array([0, 1, 1]), "b": np.array([1, 1, 0])}, Domain.from_sizes({"a": 2, "b": 2}))
+>>> with DuckDBEngine() as engine:
+...     stored = engine.store(table)
+...     engine.counts(stored, ["a", "b"]).tolist(), sorted(engine.group_sizes(stored, ["a"]).tolist())
+([[0, 1], [1, 1]], [1, 2])
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from safeshare.data.domain import Domain
+from safeshare.data.table import CodedTable, Table
+from safeshare.errors import InputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from safeshare.engine.duckdb_source import DuckDBSource
+
+DEFAULT_MEMORY_LIMIT = "2GB"
+_MAX_DENSE_CELLS = 1 << 26
+
+
+def require_duckdb() -> Any:
+    """The duckdb module, or a clear error naming the extra to install."""
+    try:
+        import duckdb
+    except ImportError:
+        raise MissingDependencyError(
+            "the duckdb engine needs the duckdb package; install it with: "
+            "pip install 'safeshare[scale]'"
+        ) from None
+    return duckdb
+
+
+class DuckDBTable:
+    """Integer codes stored in a DuckDB table: each column a SQL expression over the stored codes.
+
+    Satisfies :class:`~safeshare.data.table.CodedTable`; :meth:`recode` returns a new
+    view (no data is copied), :meth:`fetch` brings the rows into memory as a Table.
+    """
+
+    def __init__(
+        self,
+        engine: DuckDBEngine,
+        relation: str,
+        domain: Domain,
+        expressions: Mapping[str, str],
+        where: str,
+        n_rows: int,
+    ) -> None:
+        self.engine = engine
+        self._relation = relation
+        self._domain = domain
+        self._expressions = dict(expressions)
+        self._where = where
+        self._n_rows = n_rows
+
+    @property
+    def domain(self) -> Domain:
+        return self._domain
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self._domain.names
+
+    def __len__(self) -> int:
+        return self._n_rows
+
+    def __repr__(self) -> str:
+        return f"DuckDBTable({self._n_rows} rows, columns={list(self.columns)})"
+
+    def expression(self, name: str) -> str:
+        """The SQL expression of one column's codes."""
+        self._domain[name]
+        return self._expressions[name]
+
+    def recode(self, forward: Mapping[str, np.ndarray], domain: Domain) -> DuckDBTable:
+        """Each column's codes mapped through ``forward[name]``, as a SQL list lookup."""
+        expressions = {}
+        for name in domain.names:
+            mapping = ", ".join(str(int(v)) for v in np.asarray(forward[name]))
+            expressions[name] = f"([{mapping}])[({self._expressions[name]}) + 1]"
+        return DuckDBTable(
+            self.engine, self._relation, domain, expressions, self._where, self._n_rows
+        )
+
+    def where(self, condition: str, n_rows: int) -> DuckDBTable:
+        """The rows meeting a further SQL condition (``n_rows`` of them, as counted by the caller)."""
+        return DuckDBTable(
+            self.engine,
+            self._relation,
+            self._domain,
+            self._expressions,
+            f"({self._where}) AND ({condition})",
+            n_rows,
+        )
+
+    def select(self, expressions: Sequence[str], suffix: str = "") -> str:
+        """A SELECT of ``expressions`` over this table's rows."""
+        return f"SELECT {', '.join(expressions)} FROM {self._relation} WHERE {self._where} {suffix}"
+
+    def fetch(self, order_by: str = "__row") -> Table:
+        """All rows into memory as a Table, in ``order_by`` order (file order by default)."""
+        names = list(self.columns)
+        exprs = [f"{self._expressions[n]} AS c{i}" for i, n in enumerate(names)]
+        result = self.engine.query(self.select(exprs, f"ORDER BY {order_by}")).fetchnumpy()
+        return Table({n: np.asarray(result[f"c{i}"]) for i, n in enumerate(names)}, self._domain)
+
+
+class DuckDBEngine:
+    """Counts with DuckDB over codes stored on disk; ``memory_limit`` caps DuckDB's memory."""
+
+    name = "duckdb"
+
+    def __init__(
+        self,
+        *,
+        memory_limit: str = DEFAULT_MEMORY_LIMIT,
+        threads: int | None = None,
+        workdir: str | Path | None = None,
+    ) -> None:
+        duckdb = require_duckdb()
+        self.memory_limit = memory_limit
+        self._dir = Path(tempfile.mkdtemp(prefix="safeshare-duckdb-", dir=workdir))
+        config: dict[str, Any] = {
+            "memory_limit": memory_limit,
+            "temp_directory": str(self._dir / "spill"),
+            "preserve_insertion_order": True,
+        }
+        if threads is not None:
+            config["threads"] = threads
+        try:
+            self._con: Any = duckdb.connect(str(self._dir / "codes.duckdb"), config=config)
+        except duckdb.Error as err:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise InputError(f"cannot start DuckDB ({type(err).__name__}): {err}") from None
+        self._names = itertools.count()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the database and delete its files."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> DuckDBEngine:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def query(self, sql: str) -> Any:
+        """Run one statement; DuckDB's errors become safeshare errors naming the step."""
+        if self._con is None:
+            raise InputError("this DuckDB engine is closed; open a new one")
+        duckdb = require_duckdb()
+        try:  # a cursor per statement: an unfinished result never blocks the next one
+            return self._con.cursor().execute(sql)
+        except duckdb.OutOfMemoryException:
+            raise InputError(
+                f"DuckDB ran out of memory under its limit of {self.memory_limit}; "
+                "raise it with --memory-limit or free disk space for spilling"
+            ) from None
+
+    def fresh_name(self, stem: str) -> str:
+        """A new table name in this engine's database."""
+        return f"{stem}_{next(self._names)}"
+
+    # -- data in --------------------------------------------------------------------------
+
+    def open(
+        self,
+        path: str | Path,
+        *,
+        names: Sequence[str] | None = None,
+        missing_values: Sequence[str] | None = None,
+    ) -> DuckDBSource:
+        """A CSV/TSV file, a Parquet file or a folder of Parquet files, read where it lies."""
+        from safeshare.engine.duckdb_source import DuckDBSource
+
+        return DuckDBSource.open(self, Path(path), names=names, missing_values=missing_values)
+
+    def store(self, table: Table) -> DuckDBTable:
+        """An in-memory Table copied into DuckDB (tests, and small tables beside large ones)."""
+        import pandas as pd
+
+        relation = self.fresh_name("stored")
+        frame = pd.DataFrame({f"c{i}": table.column(n) for i, n in enumerate(table.columns)})
+        frame.insert(0, "__row", np.arange(len(table), dtype=np.int64))
+        if self._con is None:
+            raise InputError("this DuckDB engine is closed; open a new one")
+        cursor = self._con.cursor()
+        cursor.register("_incoming", frame)
+        try:
+            cursor.execute(f"CREATE TABLE {relation} AS SELECT * FROM _incoming")
+        finally:
+            cursor.unregister("_incoming")
+        expressions = {n: f"c{i}" for i, n in enumerate(table.columns)}
+        return DuckDBTable(self, relation, table.domain, expressions, "TRUE", len(table))
+
+    # -- counting -------------------------------------------------------------------------
+
+    def counts(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
+        """The contingency table over ``columns`` (shape ``domain.shape(columns)``, int64)."""
+        return self.counts_many(table, [columns])[0]
+
+    def counts_many(
+        self, table: CodedTable, column_sets: Sequence[Sequence[str]]
+    ) -> list[np.ndarray]:
+        """Several contingency tables from one scan (``GROUPING SETS``)."""
+        duck = self._own(table)
+        unique = list(dict.fromkeys(tuple(s) for s in column_sets))
+        if len(unique) < len(column_sets):  # GROUPING SETS would count a repeated set twice
+            found = dict(zip(unique, self.counts_many(duck, unique), strict=True))
+            return [found[tuple(s)].copy() for s in column_sets]
+        if not column_sets:
+            return []
+        names = sorted({n for s in column_sets for n in s}, key=duck.domain.position)
+        for s in column_sets:
+            cells = int(np.prod(duck.domain.shape(s), dtype=np.float64)) if s else 1
+            if cells > _MAX_DENSE_CELLS:
+                raise MemoryError(
+                    f"a contingency table over {list(s)} has {cells:,} cells; "
+                    "count group sizes instead or use fewer columns"
+                )
+        alias = {n: f"k{i}" for i, n in enumerate(names)}
+        select = [f"{duck.expression(n)} AS {alias[n]}" for n in names]
+        sets = ", ".join("(" + ", ".join(alias[n] for n in s) + ")" for s in column_sets)
+        ids = [f"GROUPING({', '.join(alias.values())}) AS gid"] if names else ["0 AS gid"]
+        inner = duck.select(select) if names else duck.select(["1 AS one"])
+        group = f"GROUP BY GROUPING SETS ({sets})" if names else ""
+        outer = ", ".join([*alias.values(), *ids, "count(*) AS n"])
+        result = self.query(f"SELECT {outer} FROM ({inner}) {group}").fetchnumpy()
+        return [
+            _dense(result, [alias[n] for n in s], names, alias, duck.domain.shape(s))
+            for s in column_sets
+        ]
+
+    def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
+        """The sizes of the non-empty groups of records sharing values on ``columns``."""
+        duck = self._own(table)
+        if not columns:
+            return np.array([len(duck)], dtype=np.int64) if len(duck) else np.zeros(0, np.int64)
+        keys = [duck.expression(n) for n in columns]
+        sql = (
+            f"SELECT count(*) AS n FROM ({duck.select([f'{k} AS k{i}' for i, k in enumerate(keys)])}) "
+            f"GROUP BY {', '.join(f'k{i}' for i in range(len(keys)))}"
+        )
+        return np.asarray(self.query(sql).fetchnumpy()["n"], dtype=np.int64)
+
+    def _own(self, table: CodedTable) -> DuckDBTable:
+        if not isinstance(table, DuckDBTable) or table.engine is not self:
+            raise InputError(
+                "the duckdb engine counts tables it opened itself; open the file with "
+                "DuckDBEngine.open (or store an in-memory Table with DuckDBEngine.store)"
+            )
+        return table
+
+
+def _dense(
+    result: Mapping[str, Any],
+    keys: list[str],
+    names: list[str],
+    alias: Mapping[str, str],
+    shape: tuple[int, ...],
+) -> np.ndarray:
+    """One grouping set's rows of a GROUPING SETS result, as a dense array."""
+    # GROUPING(k0..km) sets bit (m - i) for each column k_i that is NOT grouped
+    width = len(names)
+    wanted = sum(1 << (width - 1 - i) for i, n in enumerate(names) if alias[n] not in keys)
+    gid = np.asarray(result["gid"], dtype=np.int64)
+    rows = gid == wanted
+    counts = np.asarray(result["n"], dtype=np.int64)[rows]
+    out = np.zeros(shape, dtype=np.int64)
+    if not keys:
+        return np.asarray(counts.sum(), dtype=np.int64).reshape(shape)
+    index = tuple(np.asarray(result[k])[rows].astype(np.int64) for k in keys)
+    np.add.at(out, index, counts)
+    return out
+
+
+def default_memory_limit() -> str:
+    """The memory cap from ``$SAFESHARE_DUCKDB_MEMORY`` (default 2GB)."""
+    return os.environ.get("SAFESHARE_DUCKDB_MEMORY", DEFAULT_MEMORY_LIMIT)

@@ -1,0 +1,325 @@
+"""A file read by DuckDB where it lies: raw columns, row positions, encoding into stored codes.
+
+CSV files are read as text with the delimiter and header :func:`~safeshare.data.readers.sniff_csv`
+decides (as :func:`~safeshare.data.readers.read_frame` would); Parquet files keep
+their types, and a folder of Parquet files is one table (files in name order; all
+must share one schema).  Every row gets its position in the file, ``__row``, which
+keyed :class:`~safeshare.data.row_order.RowOrder` ranks turn into train/holdout
+parts and samples that numpy would pick identically.
+
+>>> import tempfile, pathlib
+>>> from safeshare.data import Column, Domain, Kind
+>>> from safeshare.engine.duckdb_engine import DuckDBEngine
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+>>> _ = path.write_text("sex;age\\nF;30\\nM;?\\nF;70\\n")
+>>> domain = Domain((Column("sex", Kind.CATEGORICAL, categories=("F", "M")),
+...                  Column("age", Kind.NUMERIC, edges=(0, 50, 100))))
+>>> with DuckDBEngine() as engine:
+...     source = engine.open(path)
+...     encoded = source.encode(domain, holdout="FALSE")
+...     len(source), engine.counts(encoded.train, ["sex", "age"]).tolist()
+(3, [[1, 1, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.codec import (
+    ColumnEncoding,
+    EncodeReport,
+    missing_refused,
+    not_parsed,
+    other_refused,
+)
+from safeshare.data.domain import Domain
+from safeshare.data.readers import MISSING_TOKENS, sniff_csv
+from safeshare.data.row_order import MAX_ROWS, RowOrder
+from safeshare.engine.duckdb_engine import DuckDBEngine, DuckDBTable, require_duckdb
+from safeshare.engine.sql_codec import (
+    MISSING_REFUSED,
+    NOT_PARSED,
+    OTHER_REFUSED,
+    Prepared,
+    RawColumn,
+    clipped_sql,
+    code_sql,
+    quote_text,
+    text_sql,
+)
+from safeshare.errors import EncodingError, InputError, InputFileNotFoundError
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A source's codes: the train and holdout parts, and what encoding folded or clipped."""
+
+    train: DuckDBTable
+    holdout: DuckDBTable
+    report: EncodeReport
+
+
+class DuckDBSource:
+    """A raw file as a DuckDB view with row positions; see the module docstring."""
+
+    def __init__(
+        self,
+        engine: DuckDBEngine,
+        path: Path,
+        view: str,
+        raw: tuple[RawColumn, ...],
+        n_rows: int,
+        missing_values: Sequence[str],
+        text_file: bool,
+    ) -> None:
+        self.engine = engine
+        self.path = path
+        self.view = view
+        self.raw = raw
+        self._n_rows = n_rows
+        self.missing_values = tuple(missing_values)
+        self.text_file = text_file
+
+    def __len__(self) -> int:
+        return self._n_rows
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.raw)
+
+    @classmethod
+    def open(
+        cls,
+        engine: DuckDBEngine,
+        path: Path,
+        *,
+        names: Sequence[str] | None = None,
+        missing_values: Sequence[str] | None = None,
+    ) -> DuckDBSource:
+        """Open ``path`` (CSV/TSV, Parquet, or a folder of Parquet files) without loading it."""
+        tokens = tuple(MISSING_TOKENS if missing_values is None else missing_values)
+        if not path.exists():
+            raise InputFileNotFoundError(f"input file {str(path)!r} does not exist; check the path")
+        files = _parquet_files(path)
+        text_file = not files
+        header = True
+        if files:
+            _check_same_schema(engine, files)
+            listed = ", ".join(quote_text(str(f)) for f in files)
+            reader = f"read_parquet([{listed}])"
+        else:
+            delimiter, header = sniff_csv(path)
+            reader = _csv_reader(path, delimiter, header)
+        view = engine.fresh_name("raw")
+        where = str(path)
+        _run(engine, f"CREATE VIEW {view} AS SELECT * FROM {reader}", where)
+        described = _run(engine, f"DESCRIBE SELECT * FROM {view}", where).fetchall()
+        found = [RawColumn(str(row[0]), str(row[1])) for row in described]
+        if header:
+            final = [r.name.strip() for r in found]
+        elif names is not None and len(names) == len(found):
+            final = [str(n) for n in names]
+        else:
+            final = [f"column_{i + 1}" for i in range(len(found))]
+        _check_columns(final, path)
+        raw = tuple(RawColumn(n, r.type) for n, r in zip(final, found, strict=True))
+        numbered = engine.fresh_name("rows")
+        columns = ", ".join(f"{r.ident} AS {n.ident}" for r, n in zip(found, raw, strict=True))
+        _run(
+            engine,
+            f"CREATE VIEW {numbered} AS SELECT row_number() OVER () - 1 AS __row, {columns} "
+            f"FROM {view}",
+            where,
+        )
+        n_rows = int(_run(engine, f"SELECT count(*) FROM {view}", where).fetchone()[0])
+        if n_rows == 0:
+            raise InputError(f"{where!r} has a header but no rows; give at least one record")
+        if n_rows > MAX_ROWS:
+            raise InputError(f"{where!r} has {n_rows:,} rows; safeshare handles up to {MAX_ROWS:,}")
+        return cls(engine, path, numbered, raw, n_rows, tokens, text_file)
+
+    # -- choosing rows --------------------------------------------------------------------
+
+    def rank_threshold(self, order: RowOrder, count: int) -> int:
+        """The largest rank among the ``count`` rows of smallest rank (-1 when ``count`` is 0)."""
+        return order.thresholds(self._n_rows, [count])[0]
+
+    def frame(self, condition: str = "TRUE") -> pd.DataFrame:
+        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives them."""
+        parts = [
+            f"{text_sql(r, self.missing_values)} AS {r.ident}" if r.is_text else r.ident
+            for r in self.raw
+        ]
+        sql = f"SELECT {', '.join(parts)} FROM {self.view} WHERE {condition} ORDER BY __row"
+        frame = _run(self.engine, sql, str(self.path)).df()
+        for raw in self.raw:
+            if raw.is_text:
+                frame[raw.name] = frame[raw.name].astype("string")
+        return frame
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode(self, domain: Domain, holdout: str) -> Encoded:
+        """Codes of every column of ``domain`` stored in DuckDB; ``holdout`` is a condition on ``__row``."""
+        by_name = {r.name: r for r in self.raw}
+        absent = [n for n in domain.names if n not in by_name]
+        if absent:
+            raise EncodingError(
+                f"columns {absent} are declared but absent from the data; "
+                "remove them from the schema or check the file's header"
+            )
+        prepared = [Prepared.of(c, by_name[c.name], self.missing_values) for c in domain]
+        inner = ", ".join(p for i, prep in enumerate(prepared) for p in prep.aliased(i))
+        rows = f"(SELECT __row, CAST({holdout} AS BOOLEAN) AS __holdout, {inner} FROM {self.view})"
+        codes = {
+            c.name: code_sql(c, f"t{i}", None if p.value is None else f"x{i}")
+            for i, (c, p) in enumerate(zip(domain, prepared, strict=True))
+        }
+        report = self._profile(domain, codes, rows)
+        relation = self.engine.fresh_name("codes")
+        stored = [
+            f"CAST({codes[c.name]} AS {_code_type(c.size)}) AS c{i}" for i, c in enumerate(domain)
+        ]
+        self.engine.query(
+            f"CREATE TABLE {relation} AS SELECT __row, __holdout, {', '.join(stored)} FROM {rows}"
+        )
+        n_holdout = int(
+            self.engine.query(f"SELECT count(*) FROM {relation} WHERE __holdout").fetchone()[0]
+        )
+        expressions = {c.name: f"c{i}" for i, c in enumerate(domain)}
+        train = DuckDBTable(
+            self.engine, relation, domain, expressions, "NOT __holdout", self._n_rows - n_holdout
+        )
+        held = DuckDBTable(self.engine, relation, domain, expressions, "__holdout", n_holdout)
+        return Encoded(train, held, report)
+
+    def _profile(self, domain: Domain, codes: dict[str, str], rows: str) -> EncodeReport:
+        """Refuse values the domain cannot hold; count (in train rows) what was folded or clipped."""
+        parts: list[str] = []
+        for i, column in enumerate(domain):
+            code = f"({codes[column.name]})"
+            train = "NOT __holdout"
+            parts += [
+                f"count_if({code} = {MISSING_REFUSED}) AS refused_missing_{i}",
+                f"count_if({code} = {OTHER_REFUSED}) AS refused_other_{i}",
+                f"count_if({code} = {NOT_PARSED}) AS not_parsed_{i}",
+                f"count_if({train} AND {code} = {_or_minus(column.missing_code)}) AS missing_{i}",
+                f"count_if({train} AND {code} = {_or_minus(column.other_code)}) AS other_{i}",
+            ]
+            if not column.is_categorical:
+                low, high = clipped_sql(column, f"x{i}")
+                parts += [
+                    f"count_if({train} AND {low}) AS low_{i}",
+                    f"count_if({train} AND {high}) AS high_{i}",
+                ]
+        result = self.engine.query(f"SELECT {', '.join(parts)} FROM {rows}").fetchnumpy()
+
+        def count(key: str) -> int:
+            return int(np.asarray(result[key])[0]) if key in result else 0
+
+        columns: dict[str, ColumnEncoding] = {}
+        for i, column in enumerate(domain):
+            # the order in which the in-memory codec meets them
+            if count(f"refused_other_{i}"):
+                raise other_refused(column.name, count(f"refused_other_{i}"))
+            if count(f"not_parsed_{i}"):
+                raise not_parsed(column.name, column.kind, count(f"not_parsed_{i}"))
+            if count(f"refused_missing_{i}"):
+                raise missing_refused(column.name, count(f"refused_missing_{i}"))
+            columns[column.name] = ColumnEncoding(
+                missing=count(f"missing_{i}"),
+                other=count(f"other_{i}"),
+                clipped_low=count(f"low_{i}"),
+                clipped_high=count(f"high_{i}"),
+            )
+        return EncodeReport(columns)
+
+
+def _or_minus(code: int | None) -> int:
+    return -1 if code is None else code
+
+
+def _code_type(size: int) -> str:
+    if size <= 255:
+        return "UTINYINT"
+    if size <= 65535:
+        return "USMALLINT"
+    return "INTEGER"
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    """The Parquet files of ``path`` (itself, or a folder's, in name order); empty for a text file."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES)
+        if not files:
+            raise InputError(
+                f"folder {str(path)!r} holds no .parquet files; give a file or a folder of them"
+            )
+        return files
+    return [path] if path.suffix.lower() in PARQUET_SUFFIXES else []
+
+
+def _check_same_schema(engine: DuckDBEngine, files: list[Path]) -> None:
+    """Refuse a folder whose Parquet files disagree on column names or types, naming them."""
+    first: list[tuple[str, str]] | None = None
+    differ: list[str] = []
+    for file in files:
+        sql = f"DESCRIBE SELECT * FROM read_parquet({quote_text(str(file))})"
+        columns = [(str(r[0]), str(r[1])) for r in _run(engine, sql, str(file)).fetchall()]
+        if first is None:
+            first = columns
+        elif columns != first:
+            differ.append(file.name)
+    if differ:
+        shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+        raise InputError(
+            f"the Parquet files of {str(files[0].parent)!r} do not share one schema: {shown} "
+            f"differ from {files[0].name} in column names or types; rewrite them with one schema"
+        )
+
+
+def _csv_reader(path: Path, delimiter: str, header: bool) -> str:
+    options = [
+        f"delim={quote_text(delimiter)}",
+        f"header={'true' if header else 'false'}",
+        "all_varchar=true",
+        "quote='\"'",
+        "escape='\"'",
+        "strict_mode=true",
+    ]
+    return f"read_csv({quote_text(str(path))}, {', '.join(options)})"
+
+
+def _check_columns(names: list[str], path: Path) -> None:
+    if any(not n.strip() for n in names):
+        raise InputError(
+            f"{str(path)!r} has a column without a name; name every column in the header"
+        )
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{str(path)!r} has two columns named {name!r}; rename one")
+        seen.add(name)
+
+
+def _run(engine: DuckDBEngine, sql: str, where: str) -> Any:
+    """A statement reading the file; a parse failure names the file and line, never its content."""
+    duckdb = require_duckdb()
+    try:
+        return engine.query(sql)
+    except duckdb.Error as err:
+        line = re.search(r"[Ll]ine:? (\d+)", str(err))
+        at = f" near line {line.group(1)}" if line else ""
+        raise InputError(
+            f"{where!r} could not be read as a table{at} ({type(err).__name__}); check that every "
+            "row has the same number of fields and that quotes are closed"
+        ) from None

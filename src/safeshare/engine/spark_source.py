@@ -1,0 +1,323 @@
+"""A file read by Spark where it lies: raw columns, row positions, encoding into cached codes.
+
+The Spark twin of :mod:`safeshare.engine.duckdb_source`, with the same semantics and
+errors.  CSV files are read as text with the delimiter and header
+:func:`~safeshare.data.readers.sniff_csv` decides (quote and escape ``"``); Parquet
+files keep their types, and a folder of Parquet files is one table (files in name
+order; all must share one schema).  A location may be a local path or a URI Hadoop
+reads (``hdfs://``, ``s3a://``); see :mod:`safeshare.engine.spark_files`, which also
+explains how every row gets ``__row``, its position in the file(s), in parallel.
+Keyed :class:`~safeshare.data.row_order.RowOrder` ranks of those positions give
+train/holdout parts and samples that numpy would pick identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from safeshare.data.codec import (
+    ColumnEncoding,
+    EncodeReport,
+    missing_refused,
+    not_parsed,
+    other_refused,
+)
+from safeshare.data.domain import Domain
+from safeshare.data.readers import MISSING_TOKENS
+from safeshare.data.row_order import PRIME, RowOrder
+from safeshare.engine.spark_engine import SparkEngine, SparkTable
+from safeshare.engine.spark_files import (
+    CORRUPT,
+    CSV_HINT,
+    PARQUET_HINT,
+    Location,
+    check_columns,
+    number_rows,
+    parquet_files,
+    read_csv,
+    read_parquet,
+    sniff,
+)
+from safeshare.engine.sql_codec import (
+    MISSING_REFUSED,
+    NOT_PARSED,
+    OTHER_REFUSED,
+    SPARK,
+    Prepared,
+    RawColumn,
+    clipped_sql,
+    code_sql,
+    text_sql,
+)
+from safeshare.errors import EncodingError, InputError, InputFileNotFoundError
+
+_BUCKET = 1 << 15  # rank_threshold: ranks (< 2**31) fall in 2**16 buckets of 2**15
+SPREAD_ROWS = 1_000_000  # codes of more rows read by fewer tasks than cores are spread out
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A source's codes: the train and holdout parts, and what encoding folded or clipped."""
+
+    train: SparkTable
+    holdout: SparkTable
+    report: EncodeReport
+
+
+class SparkSource:
+    """A raw file as a Spark view with row positions; see the module docstring."""
+
+    def __init__(
+        self,
+        engine: SparkEngine,
+        path: str | Path,
+        view: str,
+        raw: tuple[RawColumn, ...],
+        n_rows: int,
+        missing_values: Sequence[str],
+        text_file: bool,
+        n_splits: int = 1,
+    ) -> None:
+        self.engine = engine
+        self.path = path
+        self.view = view
+        self.raw = raw
+        self._n_rows = n_rows
+        self.missing_values = tuple(missing_values)
+        self.text_file = text_file
+        self.n_splits = n_splits
+
+    def __len__(self) -> int:
+        return self._n_rows
+
+    def __repr__(self) -> str:
+        return f"SparkSource({str(self.path)!r}, {self._n_rows} rows, columns={list(self.names)})"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.raw)
+
+    @property
+    def _hint(self) -> str:
+        return CSV_HINT if self.text_file else PARQUET_HINT
+
+    @classmethod
+    def open(
+        cls,
+        engine: SparkEngine,
+        path: str | Path,
+        *,
+        names: Sequence[str] | None = None,
+        missing_values: Sequence[str] | None = None,
+    ) -> SparkSource:
+        """Open ``path`` (CSV/TSV, Parquet, or a folder of Parquet files) without loading it.
+
+        ``path`` is a local path or a URI (``hdfs://...``); text without a scheme is local.
+        """
+        tokens = tuple(MISSING_TOKENS if missing_values is None else missing_values)
+        location = Location(engine, path)
+        where = location.text
+        if not location.exists():
+            raise InputFileNotFoundError(f"input file {where!r} does not exist; check the path")
+        files = parquet_files(location)
+        if files:
+            frame = read_parquet(engine, files, where)
+            header, first = True, list[str]()
+        else:
+            delimiter, header, first = sniff(location)
+            frame = read_csv(engine, location, delimiter, header, max(len(first), 1))
+        fields = [f for f in frame.schema.fields if f.name != CORRUPT]
+        found = [str(f.name) for f in fields]
+        if header:
+            final = [n.strip() for n in (found if files else first)]
+        elif names is not None and len(names) == len(found):
+            final = [str(n) for n in names]
+        else:
+            final = [f"column_{i + 1}" for i in range(len(found))]
+        check_columns(final, where)
+        raw = tuple(
+            RawColumn(n, str(f.dataType.simpleString()), SPARK)
+            for n, f in zip(final, fields, strict=True)
+        )
+        view, n_rows, n_splits = number_rows(engine, frame, found, raw, location, files)
+        return cls(engine, path, view, raw, n_rows, tokens, not files, n_splits)
+
+    # -- choosing rows --------------------------------------------------------------------
+
+    def rank_threshold(self, order: RowOrder, count: int) -> int:
+        """The largest rank among the ``count`` rows of smallest rank (-1 when ``count`` is 0).
+
+        Two counting jobs, no sort: how many ranks fall in each of 2**16 buckets, then
+        the (at most 2**15, distinct) ranks inside the bucket holding the answer.
+        """
+        if count <= 0:
+            return -1
+        count = min(count, self._n_rows)
+        ranks = f"SELECT {order.sql('id')} AS r FROM range({self._n_rows})"
+        step = "choosing rows by rank"
+        buckets = self.engine.collect(
+            f"SELECT r DIV {_BUCKET} AS b, count(*) AS n FROM ({ranks}) AS t GROUP BY b", step
+        )
+        bucket = np.asarray(buckets.column("b").to_numpy(zero_copy_only=False), dtype=np.int64)
+        sizes = np.asarray(buckets.column("n").to_numpy(zero_copy_only=False), dtype=np.int64)
+        by_bucket = np.argsort(bucket)
+        bucket, sizes = bucket[by_bucket], sizes[by_bucket]
+        reached = np.cumsum(sizes)
+        at = int(np.searchsorted(reached, count))  # the first bucket reaching ``count`` ranks
+        before = int(reached[at] - sizes[at])
+        inside = self.engine.collect(
+            f"SELECT r % {_BUCKET} AS v FROM ({ranks}) AS t WHERE r DIV {_BUCKET} = {bucket[at]}",
+            step,
+        )
+        values = np.sort(np.asarray(inside.column("v").to_numpy(zero_copy_only=False)))
+        threshold = int(bucket[at]) * _BUCKET + int(values[count - before - 1])
+        if not 0 <= threshold < PRIME:
+            raise InputError("rank_threshold found no rank; the row order is inconsistent")
+        return threshold
+
+    def frame(self, condition: str = "TRUE") -> pd.DataFrame:
+        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives them."""
+        parts = [
+            f"{text_sql(r, self.missing_values)} AS {r.ident}" if r.is_text else r.ident
+            for r in self.raw
+        ]
+        statement = f"SELECT {', '.join(parts)} FROM {self.view} WHERE {condition} ORDER BY __row"
+        result = self.engine.collect(
+            statement, "reading rows", reading=str(self.path), hint=self._hint
+        )
+        frame = result.to_pandas()
+        for raw in self.raw:
+            if raw.is_text:
+                frame[raw.name] = frame[raw.name].astype("string")
+        return frame
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode(self, domain: Domain, holdout: str) -> Encoded:
+        """Codes of every column of ``domain`` cached in Spark; ``holdout`` is a condition on ``__row``.
+
+        One pass over the file: the codes (negative where the domain cannot hold a
+        value) and the clipping flags are cached, and one aggregation over the cache
+        refuses what the domain cannot hold and counts what was folded or clipped.
+        """
+        by_name = {r.name: r for r in self.raw}
+        absent = [n for n in domain.names if n not in by_name]
+        if absent:
+            raise EncodingError(
+                f"columns {absent} are declared but absent from the data; "
+                "remove them from the schema or check the file's header"
+            )
+        prepared = [Prepared.of(c, by_name[c.name], self.missing_values) for c in domain]
+        inner = ", ".join(p for i, prep in enumerate(prepared) for p in prep.aliased(i))
+        rows = (
+            f"(SELECT __row, CAST({holdout} AS BOOLEAN) AS __holdout"
+            f"{', ' if inner else ''}{inner} FROM {self.view}) AS r"
+        )
+        stored = ["__row", "__holdout"]
+        for i, (column, prep) in enumerate(zip(domain, prepared, strict=True)):
+            code = code_sql(column, f"t{i}", None if prep.value is None else f"x{i}", SPARK)
+            stored.append(f"CAST({code} AS {_code_type(column.size)}) AS c{i}")
+            if not column.is_categorical:
+                low, high = clipped_sql(column, f"x{i}")
+                stored += [
+                    f"coalesce({low}, FALSE) AS low{i}",
+                    f"coalesce({high}, FALSE) AS high{i}",
+                ]
+        frame = self.engine.sql(
+            f"SELECT {', '.join(stored)} FROM {rows}",
+            "encoding",
+            reading=str(self.path),
+            hint=self._hint,
+        )
+        parallelism = self.engine.parallelism
+        if self.n_splits < parallelism and self._n_rows >= SPREAD_ROWS:
+            # e.g. a large CSV read whole by one task: count in parallel all the same
+            frame = self.engine.run("encoding", lambda: frame.repartition(parallelism))
+        relation = self.engine.register(frame, "codes", cache=True)
+        try:
+            report, n_holdout = self._profile(domain, relation)
+        except (InputError, EncodingError):
+            self.engine.drop(relation)  # nothing half-encoded stays cached
+            raise
+        expressions = {c.name: f"c{i}" for i, c in enumerate(domain)}
+        train = SparkTable(
+            self.engine, relation, domain, expressions, "NOT __holdout", self._n_rows - n_holdout
+        )
+        held = SparkTable(self.engine, relation, domain, expressions, "__holdout", n_holdout)
+        return Encoded(train, held, report)
+
+    def _profile(self, domain: Domain, relation: str) -> tuple[EncodeReport, int]:
+        """Refuse values the domain cannot hold; count (in train rows) what was folded or clipped.
+
+        Also checks that every row kept its position; returns the report and the holdout's size.
+        """
+        parts = [
+            "count(*) AS rows_seen",
+            "count_if(__row IS NULL) AS rows_lost",
+            "count_if(__holdout) AS rows_held",
+        ]
+        train = "NOT __holdout"
+        for i, column in enumerate(domain):
+            code = f"c{i}"
+            parts += [
+                f"count_if({code} = {MISSING_REFUSED}) AS refused_missing_{i}",
+                f"count_if({code} = {OTHER_REFUSED}) AS refused_other_{i}",
+                f"count_if({code} = {NOT_PARSED}) AS not_parsed_{i}",
+                f"count_if({train} AND {code} = {_or_minus(column.missing_code)}) AS missing_{i}",
+                f"count_if({train} AND {code} = {_or_minus(column.other_code)}) AS other_{i}",
+            ]
+            if not column.is_categorical:
+                parts += [
+                    f"count_if({train} AND low{i}) AS low_{i}",
+                    f"count_if({train} AND high{i}) AS high_{i}",
+                ]
+        result = self.engine.collect(
+            f"SELECT {', '.join(parts)} FROM {relation}",
+            "encoding and profiling the values",
+            reading=str(self.path),
+            hint=self._hint,
+        )
+        found = {name: result.column(name)[0].as_py() for name in result.column_names}
+
+        def count(key: str) -> int:
+            return int(found.get(key) or 0)
+
+        if count("rows_lost") or count("rows_seen") != self._n_rows:
+            raise _moved(str(self.path))
+        columns: dict[str, ColumnEncoding] = {}
+        for i, column in enumerate(domain):
+            # in the in-memory codec's order: values it cannot hold first, then missing ones
+            if count(f"refused_other_{i}"):
+                raise other_refused(column.name, count(f"refused_other_{i}"))
+            if count(f"not_parsed_{i}"):
+                raise not_parsed(column.name, column.kind, count(f"not_parsed_{i}"))
+            if count(f"refused_missing_{i}"):
+                raise missing_refused(column.name, count(f"refused_missing_{i}"))
+            columns[column.name] = ColumnEncoding(
+                missing=count(f"missing_{i}"),
+                other=count(f"other_{i}"),
+                clipped_low=count(f"low_{i}"),
+                clipped_high=count(f"high_{i}"),
+            )
+        return EncodeReport(columns), count("rows_held")
+
+
+def _moved(where: str) -> InputError:
+    return InputError(
+        f"{where!r} changed while it was read, or Spark split it differently between reads "
+        "(row positions no longer match); keep the file unchanged and "
+        "spark.sql.files.* settings fixed while an engine uses it, then open it again"
+    )
+
+
+def _or_minus(code: int | None) -> int:
+    return -1 if code is None else code
+
+
+def _code_type(size: int) -> str:
+    return "SMALLINT" if size <= 32767 else "INT"

@@ -1,0 +1,265 @@
+"""Encoding values into codes inside a SQL engine, exactly as :mod:`safeshare.data.codec` does.
+
+A file larger than memory is never loaded into pandas: each column's codes are a
+SQL expression over the raw column, evaluated where the data lives.  The
+expressions mirror the in-memory codec rule for rule, so the same file gives the
+same codes (and counts) whichever engine reads it:
+
+- text is trimmed, and the reader's missing-value spellings become missing;
+- a categorical value maps to its category's code, else (when every category is
+  a number) to the category of equal numeric value, else to ``other``;
+- a number falls into the bin ``clip(searchsorted(edges, x, 'right') - 1)``, i.e.
+  the count of interior edges at or below it; dates count days since 1970-01-01;
+- values the domain cannot hold give negative sentinels that a profile query
+  counts, so the error names the column and the count (never a value).
+
+The SQL is DuckDB's; a :class:`Dialect` (:data:`SPARK`) respells the few places
+where Spark SQL differs (quoting, ``trim`` with a character set, the text and
+timestamp types, day numbers, and the number syntax its casts accept beyond
+pandas').  A raw column carries its dialect; :func:`code_sql` takes one.
+
+>>> from safeshare.data.domain import Column, Kind
+>>> age = Column("age", Kind.NUMERIC, edges=(0, 50, 100), integer=True)
+>>> prepared = Prepared.of(age, RawColumn("age", "VARCHAR"), ("", "?"))
+>>> print(code_sql(age, "t0", "x0"))  # doctest: +NORMALIZE_WHITESPACE
+CASE WHEN x0 IS NULL THEN (CASE WHEN t0 IS NULL THEN 2 ELSE -4 END)
+ELSE CAST(x0 >= CAST('50.0' AS DOUBLE) AS INTEGER) END
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from safeshare.data.domain import Column, Kind
+from safeshare.errors import InputError
+
+# sentinel codes for values the domain cannot hold (counted, then refused)
+MISSING_REFUSED = -2
+OTHER_REFUSED = -3
+NOT_PARSED = -4
+
+_WHITESPACE = "' \t\n\r\x0b\x0c'"
+_TEXT_TYPES = ("VARCHAR", "STRING")  # DuckDB's, Spark's
+_INTEGER_TYPES = (
+    *("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT"),
+    "INT",  # Spark's name for INTEGER
+)
+_UNSIGNED = ("UINTEGER", "UBIGINT", "UHUGEINT")
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The spellings where SQL engines differ; :data:`DUCKDB` and :data:`SPARK` are the two.
+
+    ``number_guard`` is a regular expression matching (trimmed) text that the
+    engine's ``TRY_CAST(... AS DOUBLE)`` accepts but pandas does not parse as a
+    number (Spark's Java parser takes ``1.5d``, ``2f`` and hex floats, DuckDB takes
+    ``1_000``); such text is not a number.
+
+    >>> SPARK.ident("a`b"), SPARK.text("it's"), DUCKDB.text("it's")
+    ('`a``b`', "'it\\\\'s'", "'it''s'")
+    """
+
+    name: str
+    ident_quote: str = '"'
+    backslash_escapes: bool = False
+    text_type: str = "VARCHAR"
+    timestamp_type: str = "TIMESTAMP"
+    trim_template: str = "trim({x}, {chars})"
+    days_template: str = "(epoch_us({x}) / 86400000000.0)"
+    number_guard: str | None = None
+    match_template: str = "{x} RLIKE {pattern}"
+
+    def ident(self, name: str) -> str:
+        """A quoted identifier."""
+        q = self.ident_quote
+        return q + name.replace(q, q + q) + q
+
+    def text(self, value: str) -> str:
+        """A string literal."""
+        if self.backslash_escapes:
+            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return "'" + value.replace("'", "''") + "'"
+
+    def trim(self, x: str) -> str:
+        """``x`` without leading and trailing ASCII whitespace."""
+        return self.trim_template.format(x=x, chars=_WHITESPACE)
+
+    def try_double(self, text: str) -> str:
+        """``text`` as a DOUBLE where pandas would parse it as a number, else NULL."""
+        if self.number_guard is None:
+            return f"TRY_CAST({text} AS DOUBLE)"
+        guard = self.match_template.format(x=text, pattern=self.text(self.number_guard))
+        return f"TRY_CAST(CASE WHEN {guard} THEN NULL ELSE {text} END AS DOUBLE)"
+
+    def days(self, stamp: str) -> str:
+        """Days since 1970-01-01 (a DOUBLE) of a timestamp expression."""
+        return self.days_template.format(x=stamp)
+
+
+DUCKDB = Dialect("duckdb", number_guard="_", match_template="regexp_matches({x}, {pattern})")
+SPARK = Dialect(
+    "spark",
+    ident_quote="`",
+    backslash_escapes=True,
+    text_type="STRING",
+    timestamp_type="TIMESTAMP_NTZ",  # no time zone: day numbers as pandas counts them
+    trim_template="trim(BOTH {chars} FROM {x})",
+    days_template=(
+        "(CAST(timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {x}) AS DOUBLE)"
+        " / 86400000000.0D)"
+    ),
+    number_guard="[0-9.][dDfF]$|[xX]",
+)
+
+
+@dataclass(frozen=True)
+class RawColumn:
+    """A column of the raw file as the engine types it (``VARCHAR`` for CSV text)."""
+
+    name: str
+    type: str
+    dialect: Dialect = DUCKDB
+
+    @property
+    def ident(self) -> str:
+        return self.dialect.ident(self.name)
+
+    @property
+    def is_text(self) -> bool:
+        return self.type.upper() in _TEXT_TYPES
+
+    @property
+    def is_float(self) -> bool:
+        return self.type.upper() in _FLOAT_TYPES
+
+    @property
+    def is_number(self) -> bool:
+        upper = self.type.upper()
+        return (
+            upper in _INTEGER_TYPES
+            or upper in _UNSIGNED
+            or upper in _FLOAT_TYPES
+            or (upper.startswith("DECIMAL"))
+        )
+
+    @property
+    def is_temporal(self) -> bool:
+        upper = self.type.upper()
+        return upper == "DATE" or upper.startswith("TIMESTAMP")
+
+
+def quote_ident(name: str, dialect: Dialect = DUCKDB) -> str:
+    """A SQL identifier, quoted."""
+    return dialect.ident(name)
+
+
+def quote_text(value: str, dialect: Dialect = DUCKDB) -> str:
+    """A SQL string literal."""
+    return dialect.text(value)
+
+
+def double(value: float) -> str:
+    """A DOUBLE literal that round-trips exactly (``repr`` of the float)."""
+    return f"CAST({quote_text(repr(float(value)))} AS DOUBLE)"
+
+
+def text_sql(raw: RawColumn, missing_tokens: Sequence[str]) -> str:
+    """The column as trimmed text, NULL where missing (as the readers and ``astype('string')`` give)."""
+    x, dialect = raw.ident, raw.dialect
+    if raw.is_text:
+        tokens = ", ".join(dialect.text(t) for t in missing_tokens) or "NULL"
+        trimmed = dialect.trim(x)
+        return f"(CASE WHEN {trimmed} IN ({tokens}) THEN NULL ELSE {trimmed} END)"
+    if raw.type.upper() == "BOOLEAN":
+        return f"(CASE WHEN {x} THEN 'True' WHEN NOT {x} THEN 'False' END)"
+    if raw.is_float:
+        return f"(CASE WHEN isnan({x}) THEN NULL ELSE CAST({x} AS {dialect.text_type}) END)"
+    return f"CAST({x} AS {dialect.text_type})"
+
+
+def number_sql(raw: RawColumn, kind: Kind, missing_tokens: Sequence[str]) -> str:
+    """The column as a DOUBLE (days since 1970-01-01 for dates), NULL where missing or unparsable."""
+    x, dialect = raw.ident, raw.dialect
+    if kind is Kind.DATETIME:
+        if raw.is_temporal:
+            stamp = f"CAST({x} AS {dialect.timestamp_type})"
+        else:
+            stamp = f"TRY_CAST({text_sql(raw, missing_tokens)} AS {dialect.timestamp_type})"
+        return dialect.days(stamp)
+    text = text_sql(raw, missing_tokens)
+    value = f"CAST({x} AS DOUBLE)" if raw.is_number else dialect.try_double(text)
+    return f"(CASE WHEN isnan({value}) THEN NULL ELSE {value} END)"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A column's text and (numeric columns) value, computed once in an inner SELECT."""
+
+    text: str
+    value: str | None
+
+    @classmethod
+    def of(cls, column: Column, raw: RawColumn, missing_tokens: Sequence[str]) -> Prepared:
+        """The expressions over the raw column."""
+        value = None if column.is_categorical else number_sql(raw, column.kind, missing_tokens)
+        return cls(text_sql(raw, missing_tokens), value)
+
+    def aliased(self, i: int) -> list[str]:
+        """``expr AS t{i}`` (and ``x{i}``) for the inner SELECT."""
+        parts = [f"{self.text} AS t{i}"]
+        return parts if self.value is None else [*parts, f"{self.value} AS x{i}"]
+
+
+def code_sql(column: Column, text: str, value: str | None = None, dialect: Dialect = DUCKDB) -> str:
+    """``column``'s code (or a negative sentinel) from its prepared ``text`` and ``value`` columns."""
+    missing = column.missing_code if column.missing_code is not None else MISSING_REFUSED
+    if column.is_categorical:
+        return _categorical_sql(column, text, missing, dialect)
+    if value is None:
+        raise InputError(f"column {column.name!r} is {column.kind}: its code needs its value")
+    interior = column.edges[1:-1]
+    bins = " + ".join(f"CAST({value} >= {double(e)} AS INTEGER)" for e in interior) or "0"
+    return (
+        f"CASE WHEN {value} IS NULL THEN "
+        f"(CASE WHEN {text} IS NULL THEN {missing} ELSE {NOT_PARSED} END) "
+        f"ELSE {bins} END"
+    )
+
+
+def _categorical_sql(column: Column, text: str, missing: int, dialect: Dialect) -> str:
+    other = column.other_code if column.other_code is not None else OTHER_REFUSED
+    if not column.categories:
+        return f"CASE WHEN {text} IS NULL THEN {missing} ELSE {other} END"
+    exact = " ".join(f"WHEN {dialect.text(c)} THEN {i}" for i, c in enumerate(column.categories))
+    numeric = _numeric_categories(column.categories)
+    fallback = str(other)
+    if numeric:
+        by_value = " ".join(f"WHEN {double(v)} THEN {i}" for v, i in numeric.items())
+        fallback = f"coalesce(CASE {dialect.try_double(text)} {by_value} END, {other})"
+    return (
+        f"CASE WHEN {text} IS NULL THEN {missing} "
+        f"ELSE coalesce(CASE {text} {exact} END, {fallback}) END"
+    )
+
+
+def _numeric_categories(categories: Sequence[str]) -> dict[float, int]:
+    """Category codes by numeric value when every category is a number (else empty), first wins."""
+    lookup: dict[float, int] = {}
+    for code, category in enumerate(categories):
+        try:
+            number = float(category)
+        except ValueError:
+            return {}
+        if not math.isnan(number):  # NaN equals nothing
+            lookup.setdefault(number, code)
+    return lookup
+
+
+def clipped_sql(column: Column, value: str) -> tuple[str, str]:
+    """Conditions true where a value falls below / above the column's bounds (numeric columns)."""
+    low, high = column.bounds
+    return f"({value} < {double(low)})", f"({value} > {double(high)})"

@@ -1,0 +1,135 @@
+"""A release is the same whichever engine counts: only the card's engine line differs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from safeshare import release
+from safeshare.errors import InputError
+from safeshare.release import inputs, output
+
+pytest.importorskip("duckdb")
+
+DIFFERENT = ("created_at", "engine", "ledger")
+
+
+def release_with(engine: str, path: Path, out: Path, **options: object) -> dict:
+    release(
+        path,
+        out=out,
+        epsilon=1.0,
+        seed=3,
+        engine=engine,
+        ledger=out.parent / f"{engine}-ledger.sqlite",
+        dataset_name="fair",
+        **options,
+    )
+    return json.loads((out / "card.json").read_text())
+
+
+def assert_same_release(tmp_path: Path, path: Path, **options: object) -> tuple[dict, dict]:
+    numpy = release_with("numpy", path, tmp_path / "numpy", **options)
+    duck = release_with("duckdb", path, tmp_path / "duckdb", **options)
+    synthetic = [(tmp_path / e / "synthetic.csv").read_bytes() for e in ("numpy", "duckdb")]
+    assert synthetic[0] == synthetic[1]
+    assert {k: v for k, v in numpy.items() if k not in DIFFERENT} == {
+        k: v for k, v in duck.items() if k not in DIFFERENT
+    }
+    return numpy, duck
+
+
+def test_duckdb_and_numpy_release_the_same_records_with_dp_discovery(tmp_path, fair_csv):
+    numpy, duck = assert_same_release(tmp_path, fair_csv)
+    assert numpy["engine"] == {"name": "numpy"}
+    assert duck["engine"]["name"] == "duckdb"
+    assert "counted by" in (tmp_path / "duckdb" / "report.html").read_text()
+
+
+def test_large_inputs_sample_and_stream_identically(tmp_path, fair_csv, monkeypatch):
+    """Beyond the sample and chunk sizes (shrunk here), both engines still agree row for row."""
+    monkeypatch.setattr(inputs, "SAMPLE_ROWS", 2000)
+    monkeypatch.setattr(inputs, "EVALUATION_ROWS", 1000)
+    monkeypatch.setattr(output, "CHUNK_ROWS", 1500)
+    from safeshare.release import pipeline
+
+    monkeypatch.setattr(pipeline, "EVALUATION_ROWS", 1000)
+    numpy, _ = assert_same_release(tmp_path, fair_csv, rows=4000)
+    written = pd.read_csv(tmp_path / "duckdb" / "synthetic.csv")
+    assert len(written) == 4000 == numpy["rows_out"]
+    assert any("uniform sample of 2,000" in n for n in numpy["notes"])
+    assert any("samples of at most 1,000" in n for n in numpy["notes"])
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_a_parquet_folder_releases_like_its_csv(tmp_path, fair):
+    frame = fair[0]
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    half = len(frame) // 2
+    frame.iloc[:half].to_parquet(folder / "part-0.parquet")
+    frame.iloc[half:].to_parquet(folder / "part-1.parquet")
+    card = release_with("duckdb", folder, tmp_path / "out")
+    assert card["rows_in"] == len(frame)
+    assert card["input"]["name"] == "fair"
+
+
+def test_engine_choices_are_checked(tmp_path, fair, fair_csv):
+    with pytest.raises(InputError, match="unknown engine 'spark-ish'"):
+        release(fair_csv, out=tmp_path / "a", engine="spark-ish")
+    with pytest.raises(InputError, match="duckdb engine reads files"):
+        release(fair[0], out=tmp_path / "b", engine="duckdb")
+    with pytest.raises(InputError, match="anonymize runs in memory"):
+        release(fair_csv, out=tmp_path / "c", method="anonymize", engine="duckdb", config={})
+    assert not (tmp_path / "a").exists()
+
+
+def test_auto_picks_duckdb_above_the_size_threshold(tmp_path, fair_csv, monkeypatch):
+    monkeypatch.setattr(inputs, "AUTO_DUCKDB_BYTES", 1000)
+    card = release_with("auto", fair_csv, tmp_path / "auto")
+    assert card["engine"]["name"] == "duckdb"
+
+
+def test_cli_engine_option(tmp_path, fair_csv):
+    from typer.testing import CliRunner
+
+    from safeshare.cli import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "release",
+            str(fair_csv),
+            "--out",
+            str(tmp_path / "cli"),
+            "--engine",
+            "duckdb",
+            "--memory-limit",
+            "1GB",
+            "--seed",
+            "1",
+            "--ledger",
+            str(tmp_path / "ledger.sqlite"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    card = json.loads((tmp_path / "cli" / "card.json").read_text())
+    assert card["engine"] == {"name": "duckdb", "memory_limit": "1GB"}
+    assert "duckdb" in result.output
+
+
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_spark_releases_the_same_records(tmp_path, fair_csv):
+    pytest.importorskip("pyspark")
+    numpy = release_with("numpy", fair_csv, tmp_path / "numpy")
+    spark = release_with("spark", fair_csv, tmp_path / "spark", spark_master="local[2]")
+    synthetic = [(tmp_path / e / "synthetic.csv").read_bytes() for e in ("numpy", "spark")]
+    assert synthetic[0] == synthetic[1]
+    assert {k: v for k, v in numpy.items() if k not in DIFFERENT} == {
+        k: v for k, v in spark.items() if k not in DIFFERENT
+    }
+    assert spark["engine"] == {"name": "spark", "master": "local[2]"}
