@@ -1,11 +1,14 @@
 """The lattice search returns exactly the optimum: against exhaustive enumeration, and on Adult."""
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from safeshare.anonymize.guide import SuppressionGuide
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.lattice import Lattice
 from safeshare.anonymize.models import (
@@ -96,6 +99,35 @@ def test_search_matches_exhaustive_enumeration(case):
             optimal_search(problem, metric)
         return
     found = optimal_search(problem, metric)
+    assert found.score == pytest.approx(expected.score, abs=1e-9)
+    assert found.node in {expected.node, *expected.ties}
+
+
+class _NoisyGuide(SuppressionGuide):
+    """A guide whose guesses are noise: they may cost checks, never the optimum."""
+
+    seed = 0
+
+    @property
+    def terms(self) -> list[float]:
+        rng = np.random.default_rng(self.seed)
+        type(self).seed += 1
+        return rng.normal(0.0, 3.0, self.offsets[-1] + 1).tolist()  # (+ the intercept)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(), st.integers(0, 2**16))
+def test_search_is_exact_whatever_the_guide_guesses(case, seed):
+    problem, metric = case
+    _NoisyGuide.seed = seed
+    with mock.patch("safeshare.anonymize.search.SuppressionGuide", _NoisyGuide):
+        try:
+            expected = exhaustive_search(problem, metric)
+        except NoSolutionError:
+            with pytest.raises(NoSolutionError):
+                optimal_search(problem, metric)
+            return
+        found = optimal_search(problem, metric)
     assert found.score == pytest.approx(expected.score, abs=1e-9)
     assert found.node in {expected.node, *expected.ties}
 

@@ -44,10 +44,10 @@ from safeshare.anonymize.output import column_account, release_records
 from safeshare.anonymize.problem import Problem
 from safeshare.anonymize.recoding import (
     Partition,
+    class_rows,
     full_domain,
     labels_at,
     recode_suppressed,
-    rep_codes,
 )
 from safeshare.anonymize.result import AnonymizationResult, ClassStatistics, ModelOutcome
 from safeshare.anonymize.search import optimal_search
@@ -219,10 +219,11 @@ class Anonymizer:
             config, frame, problem, hierarchies, qis, record_class, class_levels, record_kept
         )
         sizes = classes.sizes[kept]
+        levels, sample = class_levels[kept], class_rows(row_class, len(classes))[kept]
         quality = problem.quality.scores(
-            [class_levels[kept, c] for c in range(len(qis))],
+            [levels[:, c] for c in range(len(qis))],
             [
-                labels_at(problem, c, class_levels[kept, c], rep_codes(problem, row_class, c)[kept])
+                labels_at(problem, c, levels[:, c], problem.codes[c][sample])
                 for c in range(len(qis))
             ],
             sizes,

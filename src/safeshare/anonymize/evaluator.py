@@ -18,21 +18,22 @@ hundred rows; the nodes whose classes shrink the most are remembered for later r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from safeshare.anonymize.models import Classes, PrivacyModel
-from safeshare.anonymize.problem import KEY_LIMIT, NodeClasses, Problem, group_rows, relabel
+from safeshare.anonymize.grouping import group_sums
+from safeshare.anonymize.models import Classes, PrivacyModel, SensitiveInfo
+from safeshare.anonymize.problem import NodeClasses, Problem
 
 _CACHE_ROWS = 4_000_000
 _CACHE_SHARE = 0.9  # remember a node whose classes are at most this share of its source's
-_FLOAT_EXACT = 1 << 53
 _NUMBER = (1 << 24) - 1  # cached nodes are numbered below this
 _NONE = np.iinfo(np.int64).max
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assessment:
     """How one node fares: which classes are kept, how many records are suppressed."""
 
@@ -55,8 +56,8 @@ class Evaluator:
         self.monotone_models = [m for m in problem.models if m.monotone(suppression)]
         self.other_models = [m for m in problem.models if not m.monotone(suppression)]
         self.fully_monotone = not self.other_models
-        self._monotone_per_class = [m for m in self.monotone_models if m.per_class]
-        self._other_per_class = [m for m in self.other_models if m.per_class]
+        self._monotone_per_class = self._with_infos(m for m in self.monotone_models if m.per_class)
+        self._other_per_class = self._with_infos(m for m in self.other_models if m.per_class)
         self._monotone_table = [m for m in self.monotone_models if not m.per_class]
         self._all_table = [m for m in problem.models if not m.per_class]
         # whether kept classes stay kept when merged (so suppression shrinks going up)
@@ -67,7 +68,7 @@ class Evaluator:
             (0,) * len(problem.hierarchies),
             Classes(problem.weights, problem.sensitive),
             problem.chunking,
-            chunks=problem.chunking.encode(problem.codes),
+            chunks=problem.chunks,
         )
         self.base = base
         self.cache: dict[tuple[int, ...], NodeClasses] = {}
@@ -79,7 +80,8 @@ class Evaluator:
         self.checked = 0
 
     def _source(self, node: tuple[int, ...]) -> NodeClasses:
-        best = int(self._best[self.problem.lattice.cell(node)])
+        lo = self.problem.lattice.lo
+        best = int(self._best[tuple([v - a for v, a in zip(node, lo, strict=True)])])
         return self.base if best == _NONE else self._cached[best & _NUMBER]
 
     def _remember(self, groups: NodeClasses) -> None:
@@ -97,54 +99,58 @@ class Evaluator:
                 self._remember(old)
 
     def classes(self, node: tuple[int, ...]) -> NodeClasses:
-        """The classes of ``node`` (rolled up from a finer node's classes)."""
+        """The classes of ``node`` (rolled up from a finer node's classes).
+
+        With no finer node cached, a *hub* one level under ``node`` in every column is rolled
+        up from the data first: it serves the nodes around ``node`` that are checked later.
+        """
         cached = self.cache.get(node)
         if cached is not None:
             return cached
         source = self._source(node)
         if source is self.base:
             lo = self.problem.lattice.lo
-            hub = tuple(max(min(level, 1), low) for level, low in zip(node, lo, strict=True))
-            if hub not in (node, source.node):
-                source = self.classes(hub)
+            hub = tuple([max(level - 1, low) for level, low in zip(node, lo, strict=True)])
+            if hub != node:
+                source = self._roll_up(hub, source)
         return self._roll_up(node, source)
 
     def _roll_up(self, node: tuple[int, ...], source: NodeClasses) -> NodeClasses:
+        keys, space = self.problem.keys(node, source.chunks)
+        result, _ = self._group(node, source, keys, space)
+        self.checked += 1
+        if len(result) <= len(source) * _CACHE_SHARE or source is self.base:
+            self._remember(result)
+        return result
+
+    def _group(
+        self, node: tuple[int, ...], source: NodeClasses, keys: np.ndarray, space: int
+    ) -> tuple[NodeClasses, np.ndarray]:
+        """The classes of ``node`` from those of ``source`` (keyed at ``node``), and the keys
+        present (one per class, ascending)."""
         p = self.problem
-        rows = len(source)
-        chunks = source.chunks
-        table, strides, space = p.key_table(node)
-        if space < _FLOAT_EXACT:  # BLAS: exact in float64 below 2**53
-            key = (table[chunks] @ strides).astype(np.int64)
-        else:
-            rep = source.rep
-            key, space = np.zeros(rows, dtype=np.int64), 1
-            for c, level in enumerate(node):
-                size = p.level_sizes[c][level]
-                if space * size >= KEY_LIMIT:
-                    key, space = relabel(key)
-                key = key * size + p.maps[c][level][rep[:, c]]
-                space *= size
         names = list(source.classes.sensitive)
-        first, sums = group_rows(
-            key,
-            space,
-            [source.classes.sizes, *(source.classes.sensitive[a] for a in names)],
+        present, sums = group_sums(
+            keys, space, [source.classes.sizes, *(source.classes.sensitive[a] for a in names)]
         )
         sizes = sums[0].astype(np.int64)
         sensitive = {a: sums[i + 1].astype(np.int64) for i, a in enumerate(names)}
-        result = NodeClasses(
-            node, Classes(sizes, sensitive), p.chunking, source=chunks, first=first
-        )
+        pending = (source.chunks, keys, space, present)
+        result = NodeClasses(node, Classes(sizes, sensitive), p.chunking, pending=pending)
         if p.population is not None:
             population = self._population(node, result.rep, p.population)
             result = NodeClasses(
                 node, Classes(sizes, sensitive, population), p.chunking, chunks=result.chunks
             )
-        self.checked += 1
-        if len(sizes) <= rows * _CACHE_SHARE or source is self.base:
-            self._remember(result)
-        return result
+        return result, present
+
+    def partition(self, node: tuple[int, ...]) -> tuple[np.ndarray, Assessment]:
+        """Each distinct row's class at ``node`` (the data grouped afresh), and its assessment."""
+        keys, space = self.problem.keys(node, self.base.chunks)
+        groups, present = self._group(node, self.base, keys, space)
+        ids = np.empty(space, dtype=np.intp)
+        ids[present] = np.arange(len(present), dtype=np.intp)
+        return ids[keys], self.judge(groups)
 
     def _population(
         self,
@@ -170,15 +176,18 @@ class Evaluator:
 
     def assess(self, node: tuple[int, ...]) -> Assessment:
         """Which classes of ``node`` survive; whether its suppression stays within the limit."""
+        return self.judge(self.classes(node))
+
+    def judge(self, groups: NodeClasses) -> Assessment:
+        """Which of a node's classes survive; whether its suppression stays within the limit."""
         p = self.problem
-        groups = self.classes(node)
         classes = groups.classes
         kept_monotone = self._kept(self._monotone_per_class, classes)
         kept = kept_monotone
         if self._other_per_class:
             kept = kept_monotone & self._kept(self._other_per_class, classes)
         sizes = classes.sizes
-        total = int(sizes.sum())
+        total = p.n  # (every node's classes hold every record)
         suppressed_monotone = total - int(sizes[kept_monotone].sum())
         suppressed = (
             suppressed_monotone if kept is kept_monotone else total - int(sizes[kept].sum())
@@ -188,13 +197,22 @@ class Evaluator:
         feasible_monotone = suppressed_monotone <= p.max_suppressed and table_monotone
         feasible = suppressed <= p.max_suppressed and table_all
         return Assessment(
-            node, groups, kept, suppressed, suppressed_monotone, feasible, feasible_monotone
+            groups.node, groups, kept, suppressed, suppressed_monotone, feasible, feasible_monotone
         )
 
-    def _kept(self, models: list[PrivacyModel], classes: Classes) -> np.ndarray:
+    def _with_infos(
+        self, models: Iterable[PrivacyModel]
+    ) -> list[tuple[PrivacyModel, SensitiveInfo | None]]:
+        infos = self.problem.infos
+        return [(m, infos.get(getattr(m, "attribute", ""))) for m in models]
+
+    @staticmethod
+    def _kept(
+        models: list[tuple[PrivacyModel, SensitiveInfo | None]], classes: Classes
+    ) -> np.ndarray:
         kept: np.ndarray | None = None
-        for model in models:
-            ok = model.class_ok(classes, self.problem.infos.get(getattr(model, "attribute", "")))
+        for model, info in models:
+            ok = model.class_ok(classes, info)
             kept = ok if kept is None else kept & ok
         return kept if kept is not None else np.ones(len(classes), dtype=bool)
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from safeshare.errors import SchemaError
 
@@ -57,6 +59,7 @@ class Hierarchy:
     source: str = "rows"
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
     _numeric: dict[float, int] | None = field(init=False, repr=False, compare=False)
+    _label_indexes: dict[int, pd.Index] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
@@ -70,6 +73,7 @@ class Hierarchy:
             if math.isfinite(number) and numeric is not None:
                 numeric.setdefault(number, i)
         object.__setattr__(self, "_numeric", numeric or None)
+        object.__setattr__(self, "_label_indexes", {})
         for array in self.maps:
             array.flags.writeable = False
 
@@ -149,6 +153,13 @@ class Hierarchy:
         """The number of distinct labels at each level."""
         return tuple(len(level) for level in self.labels)
 
+    def label_index(self, level: int) -> pd.Index:
+        """The labels of ``level`` as a pandas Index (built once; released columns' categories)."""
+        index = self._label_indexes.get(level)
+        if index is None:
+            index = self._label_indexes[level] = pd.Index(self.labels[level])
+        return index
+
     def leaves(self, level: int) -> np.ndarray:
         """How many level-0 values each label of ``level`` covers."""
         return np.bincount(self.maps[level], minlength=len(self.labels[level]))
@@ -160,6 +171,9 @@ class Hierarchy:
         value matches a row for ``(missing)``; the error names only the first bad value.
         """
         series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+        exact = self._exact_codes(series)
+        if exact is not None:
+            return exact
         positions, uniques = pd.factorize(series, use_na_sentinel=True)
         lookup = np.empty(len(uniques) + 1, dtype=np.int64)
         bad: list[int] = []
@@ -184,6 +198,18 @@ class Hierarchy:
                 f"hierarchy ({uncovered} record(s) have uncovered values); add a row for it"
             )
         return lookup[positions].astype(np.int32)
+
+    def _exact_codes(self, series: pd.Series) -> np.ndarray | None:
+        """Codes by exact match in Arrow, when every value is one of ``values`` as written
+        (the common case; else ``None``: then values are stripped and matched as numbers)."""
+        dtype = series.dtype
+        if not (isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
+            return None
+        data = series.array.__arrow_array__()
+        found = pc.index_in(data, value_set=pa.array(self.values, type=data.type))
+        if found.null_count:
+            return None
+        return np.asarray(found.to_numpy(), dtype=np.int32)
 
     def _code_of(self, text: str) -> int | None:
         code = self._index.get(text)
@@ -211,7 +237,7 @@ class Hierarchy:
         """For numeric hierarchies, each label's (low, high) over the values it covers."""
         if self._numeric is None or len(self._numeric) != len(self.values):
             return None
-        numbers = np.array([float(v) for v in self.values])
+        numbers = np.fromiter(self._numeric, dtype=np.float64)  # (distinct: in value order)
         size = len(self.labels[level])
         low = np.full(size, np.inf)
         high = np.full(size, -np.inf)

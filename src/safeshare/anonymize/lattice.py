@@ -35,6 +35,8 @@ class Lattice:
             raise ValueError("each column's lowest level must not exceed its highest")
         self.shape = tuple(b - a + 1 for a, b in zip(self.lo, self.hi, strict=True))
         self.size = math.prod(self.shape)
+        # one level up in column c adds strides[c] to a node's index
+        self.strides = tuple(math.prod(self.shape[c + 1 :]) for c in range(len(self.shape)))
         self._levels: np.ndarray | None = None
 
     @property
@@ -70,17 +72,21 @@ class Lattice:
     def levels(self, index: int) -> np.ndarray:
         return self.all_levels[index]
 
+    def node(self, index: int) -> tuple[int, ...]:
+        """The levels of node ``index``, as a tuple."""
+        return tuple(self.all_levels[index].tolist())
+
     def cell(self, levels: Sequence[int]) -> tuple[int, ...]:
         """The position of a node in an array of the lattice's shape."""
         return tuple(int(v) - a for v, a in zip(levels, self.lo, strict=True))
 
     def above(self, levels: Sequence[int]) -> tuple[slice, ...]:
         """The slice of all nodes ``>= levels`` (the node and its successors)."""
-        return tuple(slice(int(v) - a, None) for v, a in zip(levels, self.lo, strict=True))
+        return tuple([slice(v - a, None) for v, a in zip(levels, self.lo, strict=True)])
 
     def below(self, levels: Sequence[int]) -> tuple[slice, ...]:
         """The slice of all nodes ``<= levels`` (the node and its predecessors)."""
-        return tuple(slice(0, int(v) - a + 1) for v, a in zip(levels, self.lo, strict=True))
+        return tuple([slice(0, v - a + 1) for v, a in zip(levels, self.lo, strict=True)])
 
     def successors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
         """The direct successors: one column one level up."""
@@ -90,29 +96,13 @@ class Lattice:
                 out.append(tuple(int(x) + (i == c) for i, x in enumerate(levels)))
         return out
 
-    def successor_table(self) -> np.ndarray:
-        """``table[i, c]``: the node one level up in column ``c`` from node ``i`` (-1 at the top)."""
-        index = np.arange(self.size, dtype=np.int64)
-        strides = [
-            int(np.prod(self.shape[c + 1 :], dtype=np.int64)) for c in range(len(self.shape))
+    def predecessors_of(self, index: int, levels: Sequence[int]) -> list[int]:
+        """The indices of the direct predecessors of node ``index`` (at ``levels``)."""
+        return [
+            index - stride
+            for stride, v, a in zip(self.strides, levels, self.lo, strict=True)
+            if v > a
         ]
-        table = np.full((self.size, len(self.shape)), -1, dtype=np.int64)
-        for c, stride in enumerate(strides):
-            up = self.all_levels[:, c] < self.hi[c]
-            table[up, c] = index[up] + stride
-        return table
-
-    def predecessor_table(self) -> np.ndarray:
-        """``table[i, c]``: the node one level down in column ``c`` from node ``i`` (-1 at the bottom)."""
-        index = np.arange(self.size, dtype=np.int64)
-        strides = [
-            int(np.prod(self.shape[c + 1 :], dtype=np.int64)) for c in range(len(self.shape))
-        ]
-        table = np.full((self.size, len(self.shape)), -1, dtype=np.int64)
-        for c, stride in enumerate(strides):
-            down = self.all_levels[:, c] > self.lo[c]
-            table[down, c] = index[down] - stride
-        return table
 
     def minimal(self, mask: np.ndarray) -> np.ndarray:
         """Indices of the minimal nodes of an up-closed boolean ``mask`` (lattice-shaped)."""

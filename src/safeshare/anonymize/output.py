@@ -57,25 +57,37 @@ def release_records(
     released: dict[str, Any] = {}
     keep = record_kept
     masking = config.suppressed_records == "mask" and not keep.all()
+    removing = config.suppressed_records == "remove" and not keep.all()
+    sample = np.zeros(len(class_levels), dtype=np.intp)  # one record of each class
+    sample[record_class] = np.arange(len(record_class), dtype=np.intp)
+    rows = problem.record_rows if problem.record_rows is not None else np.arange(len(keep))
     for c, (name, h) in enumerate(zip(qis, hierarchies, strict=True)):
-        level0 = problem.codes[c][problem.record_rows]
-        levels = class_levels[record_class, c]
-        labels, label_codes = record_labels(h, level0, levels)
+        levels = class_levels[:, c]
+        if len(levels) and levels.min() == levels.max():  # full-domain: labels per class
+            level = int(levels[0])
+            labels: list[str] = list(h.labels[level])
+            index = h.label_index(level)
+            per_class = h.maps[level][problem.codes[c][rows[sample]]]
+            label_codes = per_class.astype(np.min_scalar_type(len(labels)))[record_class]
+        else:
+            level0 = problem.codes[c][rows]
+            labels, label_codes = record_labels(h, level0, levels[record_class])
+            index = pd.Index(labels)
         columns[name] = label_codes
         categories[name] = labels
         shown = label_codes
         if masking:
             if TOP not in labels:
                 labels = [*labels, TOP]
+                index = pd.Index(labels)
             shown = np.where(keep, label_codes, labels.index(TOP))
-        released[name] = pd.Categorical.from_codes(
-            shown, categories=pd.Index(labels), validate=False
-        )
-    out = pd.DataFrame(
-        {name: released.get(name, frame[name]) for name in frame.columns}, index=frame.index
-    )
-    if not keep.all() and config.suppressed_records == "remove":
-        out = out.loc[keep]
+        shown = shown[keep] if removing else shown
+        released[name] = pd.Categorical.from_codes(shown, categories=index, validate=False)
+    for name in frame.columns:
+        if name not in released:
+            values = frame[name].array
+            released[name] = values[keep] if removing else values
+    out = pd.DataFrame({name: released[name] for name in frame.columns})
     domain = Domain(
         tuple(
             Column(
@@ -119,7 +131,7 @@ def release_records(
     if config.other_columns == "drop":
         named = {*qis, *config.sensitive, *config.transforms}
         out = out[[c for c in out.columns if c in named]]
-    return out.reset_index(drop=True), table
+    return out, table
 
 
 def column_account(

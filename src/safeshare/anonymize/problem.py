@@ -2,13 +2,15 @@
 
 The data are reduced to their *distinct* quasi-identifier rows with a weight (how many records
 share the row) and, per sensitive attribute, a count of each value (:class:`Problem`).  The
-classes of a node (:class:`NodeClasses`) are computed from those of a finer node by
-:func:`group_rows`.
+classes of a node (:class:`NodeClasses`) are computed from those of a finer node: its rows
+are keyed at the node (:meth:`Problem.keys`) and summed per key
+(:func:`~safeshare.anonymize.grouping.group_sums`).
 
 Two functions touch rows, and they are what an engine (DuckDB's or Spark's ``GROUP BY``)
 would implement to run the search on data larger than memory: :meth:`Problem.build`, the one
 pass over the records (distinct quasi-identifier rows with counts and sensitive counts), and
-:func:`group_rows`, the group-by of every roll-up (over those distinct rows, or fewer).  The
+:func:`~safeshare.anonymize.grouping.group_rows`, the group-by of every roll-up (over those
+distinct rows, or fewer).  The
 anonymizer then counts the released classes with the engine
 (``default_engine().group_sizes``) as a check.  Keys are built from *chunks* (a few columns
 packed per code; see :class:`Chunking`) with one table lookup per chunk and a BLAS product.
@@ -20,9 +22,6 @@ packed per code; see :class:`Chunking`) with one table lookup per chunk and a BL
 >>> problem = Problem.build([h], [np.array([0, 1, 2, 2, 0, 1])], models=[KAnonymity(2)])
 >>> problem.codes[0].tolist(), problem.weights.tolist(), problem.record_rows.tolist()
 ([0, 1, 2], [2, 2, 2], [0, 1, 2, 2, 0, 1])
->>> where, (sums,) = group_rows(np.array([2, 0, 2, 1]), 3, [np.array([1, 1, 1, 1])])
->>> where.tolist(), sums.tolist()
-([1, 3, 0], [1.0, 1.0, 2.0])
 """
 
 from __future__ import annotations
@@ -30,65 +29,32 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import itemgetter
 
 import numpy as np
 
+from safeshare.anonymize.grouping import (
+    KEY_LIMIT,
+    dense_limit,
+    group_rows,
+    group_sums,
+    relabel,
+    representatives,
+)
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.lattice import Lattice
 from safeshare.anonymize.models import AnonymizationError, Classes, PrivacyModel, SensitiveInfo
 from safeshare.anonymize.quality import QualityContext
 
-_DENSE_FACTOR = 4
-_DENSE_MIN = 1 << 12
-KEY_LIMIT = 1 << 62  # integer keys stay below this (else they are relabelled densely)
+_FLOAT_EXACT = 1 << 53  # keys computed in float64 below this are exact
 _MAX_LATTICE = 20_000_000  # the search keeps a few arrays of the lattice's size
 
 
-def group_rows(
-    keys: np.ndarray, space: int, weights: Sequence[np.ndarray], first: bool = True
-) -> tuple[np.ndarray | None, list[np.ndarray]]:
-    """Group rows by an integer key in ``[0, space)`` and sum weights per group.
-
-    Returns the position of one row of each group (groups in key order; ``None`` unless
-    ``first``) and, per array of ``weights`` (1-D, or 2-D with rows first), its sums per
-    group.  ``weights[0]`` must be positive (it is the number of records).  Dense keys are
-    counted with ``bincount``, sparse ones sorted.  This is the search's only group-by: an
-    engine implements it as ``SELECT key, any(row), sum(w) ... GROUP BY key``.
-    """
-    n = len(keys)
-    if n == 0:
-        return (np.zeros(0, dtype=np.int64) if first else None), [w[:0] for w in weights]
-    if space <= _DENSE_FACTOR * n + _DENSE_MIN:
-        total = np.bincount(keys, weights=weights[0], minlength=space)
-        present = np.flatnonzero(total > 0)  # (nonzero on floats is ten times slower)
-        sums = [total[present]]
-        for w in weights[1:]:
-            columns = w.reshape(n, -1)
-            summed = [
-                np.bincount(keys, weights=columns[:, j], minlength=space)[present]
-                for j in range(columns.shape[1])
-            ]
-            sums.append(np.stack(summed, axis=1).reshape((len(present), *w.shape[1:])))
-        where = None
-        if first:
-            positions = np.empty(space, dtype=np.int64)
-            positions[keys[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
-            where = positions[present]
-        return where, sums
-    order = np.argsort(keys)
-    ordered = keys[order]
-    starts = np.empty(n, dtype=bool)
-    starts[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    begin = np.flatnonzero(starts)
-    sums = [np.add.reduceat(w[order], begin, axis=0) for w in weights]
-    return (order[begin] if first else None), sums
-
-
-def relabel(keys: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense group ids ``0..g-1`` for arbitrary keys, and ``g``."""
-    _, inverse = np.unique(keys, return_inverse=True)
-    return inverse.astype(np.int64, copy=False), int(inverse.max()) + 1 if len(keys) else 1
+def _integers(values: np.ndarray) -> np.ndarray:
+    """``values`` as an array that adds to int64 keys in place (converted only if needed)."""
+    array = np.asarray(values)
+    return array if np.can_cast(array.dtype, np.int64, "safe") else array.astype(np.int64)
 
 
 class Chunking:
@@ -133,12 +99,14 @@ class Chunking:
     def encode(self, codes: Sequence[np.ndarray]) -> np.ndarray:
         """Rows of level-0 codes (one array per column) as rows of (offset) chunk codes."""
         n = len(codes[0]) if len(codes) else 0
-        out = np.zeros((n, len(self.groups)), dtype=np.int32)
+        out = np.empty((n, len(self.groups)), dtype=np.intp)  # (intp: indexes without a cast)
         for g, columns in enumerate(self.groups):
-            value = np.full(n, 0, dtype=np.int64)
-            for c in columns:
-                value = value * self.column_sizes[c] + codes[c]
-            out[:, g] = value + self.offsets[g]
+            value = codes[columns[0]].astype(np.intp)
+            for c in columns[1:]:
+                value *= self.column_sizes[c]
+                value += codes[c]
+            value += self.offsets[g]
+            out[:, g] = value
         return out
 
     def decode(self, chunks: np.ndarray) -> np.ndarray:
@@ -152,8 +120,9 @@ class Chunking:
 class NodeClasses:
     """The classes of one node: one record's codes per class, sizes, sensitive counts.
 
-    Give the classes' ``chunks``, or the ``source`` chunks and the rows ``first`` of them
-    that represent the classes (then they are taken when first read).
+    Give the classes' ``chunks``, or the ``source`` chunks with the rows' ``keys`` in
+    ``[0, space)`` and the keys ``present`` (one per class): the chunks of one row per class
+    are then picked when first read (most nodes are never rolled up from).
     """
 
     __slots__ = ("_chunking", "_chunks", "_rep", "classes", "node")
@@ -164,19 +133,18 @@ class NodeClasses:
         classes: Classes,
         chunking: Chunking,
         chunks: np.ndarray | None = None,
-        source: np.ndarray | None = None,
-        first: np.ndarray | None = None,
+        pending: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None,
     ) -> None:
         self.node = node
         self.classes = classes
         self._chunking = chunking
-        self._chunks: np.ndarray | tuple[np.ndarray, np.ndarray]
+        self._chunks: np.ndarray | tuple[np.ndarray, np.ndarray, int, np.ndarray]
         if chunks is not None:
             self._chunks = chunks
-        elif source is not None and first is not None:
-            self._chunks = (source, first)
+        elif pending is not None:
+            self._chunks = pending
         else:
-            raise TypeError("NodeClasses needs chunks, or both source and first")
+            raise TypeError("NodeClasses needs chunks, or source chunks with keys")
         self._rep: np.ndarray | None = None
 
     @property
@@ -184,8 +152,8 @@ class NodeClasses:
         """The chunk codes (see :class:`Chunking`) of one record of each class."""
         chunks = self._chunks
         if isinstance(chunks, tuple):
-            source, first = chunks
-            self._chunks = chunks = source[first]
+            source, keys, space, present = chunks
+            self._chunks = chunks = source[representatives(keys, space, present)]
         return chunks
 
     @property
@@ -228,12 +196,25 @@ class Problem:
         self.chunk_maps = [
             [m[self.chunking.decode_tables[c]] for m in maps] for c, maps in enumerate(self.maps)
         ]
-        self._tables: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
+        # per group, its columns' levels at a node (the key of its cached tables)
+        self._levels_of = [itemgetter(*columns) for columns in self.chunking.groups]
+        self._tables: list[dict[object, tuple[np.ndarray, int]]] = [
+            {} for _ in self.chunking.groups
+        ]
+
+    @cached_property
+    def quality(self) -> QualityContext:
+        """What each quality model charges, per column and level (from the value counts)."""
         counts = [
             np.bincount(c, weights=self.weights, minlength=len(h.values))
             for c, h in zip(self.codes, self.hierarchies, strict=True)
         ]
-        self.quality = QualityContext(self.hierarchies, counts)
+        return QualityContext(self.hierarchies, counts)
+
+    @cached_property
+    def chunks(self) -> np.ndarray:
+        """The distinct rows as chunk codes (see :class:`Chunking`)."""
+        return self.chunking.encode(self.codes)
 
     def check_lattice(self) -> None:
         """Refuse a lattice too large for the search's per-node arrays."""
@@ -245,32 +226,56 @@ class Problem:
                 "quasi-identifiers, or search: local"
             )
 
-    def key_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int]:
-        """A node's lookup table over chunk codes, the strides of the groups, and its key space.
+    def key_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
+        """A node's lookup table over (offset) chunk codes, and the key space of each group.
 
-        A row's key is ``sum_g table[offset_g + chunk_g] * stride_g``: the dense mixed-radix
-        code of its labels at the node's levels.
+        ``table[chunk_g]`` is the mixed-radix code of a row's labels at the node's levels over
+        the columns of group ``g``; the groups' codes combine into the row's key.
         """
         parts, spaces = [], []
-        for g, columns in enumerate(self.chunking.groups):
-            levels = tuple([node[c] for c in columns])
-            cached = self._tables.get((g, levels))
+        for g, (levels_of, tables) in enumerate(zip(self._levels_of, self._tables, strict=True)):
+            levels = levels_of(node)
+            cached = tables.get(levels)
             if cached is None:
-                table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
-                space = 1
-                for c in columns:
-                    size = self.level_sizes[c][node[c]]
-                    table *= size
-                    table += self.chunk_maps[c][node[c]]
-                    space *= size
-                self._tables[(g, levels)] = cached = (table, space)
+                tables[levels] = cached = self._group_table(g, node)
             parts.append(cached[0])
             spaces.append(cached[1])
-        strides = [1.0] * len(spaces)
-        for g in range(len(spaces) - 2, -1, -1):
-            strides[g] = strides[g + 1] * spaces[g + 1]
         table = np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros(0)
-        return table, np.array(strides), math.prod(spaces)
+        return table, spaces
+
+    def _group_table(self, g: int, node: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """Group ``g``'s part of the key table at ``node``, and its key space."""
+        table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
+        space = 1
+        for c in self.chunking.groups[g]:
+            size = self.level_sizes[c][node[c]]
+            table *= size
+            table += self.chunk_maps[c][node[c]]
+            space *= size
+        return table, space
+
+    def keys(self, node: tuple[int, ...], chunks: np.ndarray) -> tuple[np.ndarray, int]:
+        """Keys in ``[0, space)`` of rows (as chunk codes) at ``node``, and ``space``.
+
+        Two rows share a key when they share their labels at the node's levels.  The key is
+        the labels' mixed-radix code (a table lookup per group and a BLAS product, exact in
+        float64 below ``2**53``), relabelled densely when its space is too large to count in.
+        """
+        table, spaces = self.key_table(node)
+        space = math.prod(spaces)
+        if space < _FLOAT_EXACT:
+            strides = [1.0] * len(spaces)
+            for g in range(len(spaces) - 1, 0, -1):
+                strides[g - 1] = strides[g] * spaces[g]
+            keys = (table.take(chunks) @ np.array(strides)).astype(np.intp)
+            return (keys, space) if space <= dense_limit(len(keys)) else relabel(keys, space)
+        keys, space = np.zeros(len(chunks), dtype=np.intp), 1
+        for g, size in enumerate(spaces):
+            if space * size >= KEY_LIMIT:
+                keys, space = relabel(keys, space)
+            keys = keys * size + table.take(chunks[:, g]).astype(np.intp)
+            space *= size
+        return relabel(keys, space)
 
     @classmethod
     def build(
@@ -288,27 +293,20 @@ class Problem:
     ) -> Problem:
         """From per-record level-0 codes (and per-record sensitive codes): distinct rows."""
         sensitive = dict(sensitive or {})
-        arrays = [np.asarray(c, dtype=np.int64) for c in codes]
+        arrays = [_integers(c) for c in codes]
         n = len(arrays[0]) if arrays else 0
-        key, space = np.zeros(n, dtype=np.int64), 1
+        key, space = np.zeros(n, dtype=np.intp), 1
         for array, h in zip(arrays, hierarchies, strict=True):
             size = len(h.values)
             if space * size >= KEY_LIMIT:
-                key, space = relabel(key)
-            key = key * size + array
+                key, space = relabel(key, space)
+            key *= size
+            key += array
             space *= size
-        if space <= _DENSE_FACTOR * n + _DENSE_MIN:
-            counts = np.bincount(key, minlength=space)
-            present = np.flatnonzero(counts)
-            ids = np.zeros(space, dtype=np.int64)
-            ids[present] = np.arange(len(present))
-            inverse, weights, groups = ids[key], counts[present].astype(np.int64), len(present)
-        else:
-            distinct_keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-            weights, groups = counts.astype(np.int64), len(distinct_keys)
-        first = np.empty(groups, dtype=np.int64)
-        first[inverse[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
-        distinct = [a[first] for a in arrays]
+        inverse, groups = relabel(key, space)
+        weights = np.bincount(inverse, minlength=groups).astype(np.int64)
+        first = representatives(inverse, groups, np.arange(groups))
+        distinct = [a[first].astype(np.int64) for a in arrays]
         sens_counts = {}
         for name, given in sensitive.items():
             values = np.asarray(given, dtype=np.int64)
@@ -334,3 +332,16 @@ class Problem:
             pop,
             inverse.astype(np.int64, copy=False),
         )
+
+
+__all__ = [
+    "KEY_LIMIT",
+    "Chunking",
+    "NodeClasses",
+    "Problem",
+    "dense_limit",
+    "group_rows",
+    "group_sums",
+    "relabel",
+    "representatives",
+]

@@ -129,16 +129,10 @@ class QualityContext:
             return float((sizes @ (levels / height)) + suppressed) / n
         if metric in ("loss", "ncp"):
             table = self.loss if metric == "loss" else self.ncp
-            charge = np.empty(len(sizes))
-            for level in np.unique(levels):
-                at = levels == level
-                charge[at] = table[c][int(level)][labels[at]]
+            charge = _per_level(table[c], levels, labels)
             return float(sizes @ charge + suppressed) / n
         if metric == "entropy":
-            logs = np.empty(len(sizes))
-            for level in np.unique(levels):
-                at = levels == level
-                logs[at] = np.log2(np.maximum(self.label_counts[c][int(level)][labels[at]], 1.0))
+            logs = np.log2(np.maximum(_per_level(self.label_counts[c], levels, labels), 1.0))
             raw = self.entropy_const[c] + float(sizes @ logs) + suppressed * np.log2(n)
             top = self.entropy_max[c]
             return raw / top if top > 0 else 0.0
@@ -182,6 +176,17 @@ class QualityContext:
             ]
             return float(np.mean(values)) if values else 0.0
         return table_score(metric, sizes, suppressed, self.n)
+
+
+def _per_level(tables: Sequence[np.ndarray], levels: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``tables[level][label]`` per class (one lookup when the classes share their level)."""
+    if len(levels) and levels.min() == levels.max():
+        return np.asarray(tables[int(levels[0])][labels], dtype=np.float64)
+    out = np.empty(len(labels))
+    for level in np.unique(levels):
+        at = levels == level
+        out[at] = tables[int(level)][labels[at]]
+    return out
 
 
 def table_score(metric: str, sizes: np.ndarray, suppressed: int, n: int) -> float:

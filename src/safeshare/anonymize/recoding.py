@@ -43,27 +43,10 @@ class Partition:
 
 def full_domain(problem: Problem, node: tuple[int, ...]) -> Partition:
     """Per distinct row its class at ``node``, the classes' levels, classes and kept flags."""
-    evaluator = Evaluator(problem)
-    assessment = evaluator.assess(node)
-    groups = assessment.groups
-    strides, space = [], 1
-    for c in range(len(node) - 1, -1, -1):
-        strides.append(space)
-        space *= problem.level_sizes[c][node[c]]
-    strides = strides[::-1]
-
-    def keys(codes: list[np.ndarray]) -> np.ndarray:
-        key = np.zeros(len(codes[0]) if codes else 0, dtype=object if space >= 2**62 else np.int64)
-        for c, level in enumerate(node):
-            key = key + problem.maps[c][level][codes[c]] * strides[c]
-        return key
-
-    class_keys = keys([groups.rep[:, c] for c in range(len(node))])
-    order = np.argsort(class_keys, kind="stable")
-    row_keys = keys(list(problem.codes))
-    row_class = order[np.searchsorted(class_keys[order], row_keys)]
-    class_levels = np.tile(np.asarray(node, dtype=np.int64), (len(groups), 1))
-    return Partition(row_class.astype(np.int64), class_levels, groups.classes, assessment.kept)
+    row_class, assessment = Evaluator(problem).partition(node)
+    classes = assessment.groups.classes
+    class_levels = np.tile(np.asarray(node, dtype=np.int64), (len(classes), 1))
+    return Partition(row_class.astype(np.int64), class_levels, classes, assessment.kept)
 
 
 def recode_suppressed(problem: Problem, node: tuple[int, ...], partition: Partition) -> Partition:
@@ -112,12 +95,11 @@ def recode_suppressed(problem: Problem, node: tuple[int, ...], partition: Partit
     return Partition(row_class, levels, merged, released, int(recoding.classes.sizes.sum()))
 
 
-def rep_codes(problem: Problem, row_class: np.ndarray, c: int) -> np.ndarray:
-    """A level-0 code of one row of each class, for column ``c``."""
-    classes = int(row_class.max()) + 1 if len(row_class) else 0
-    rep = np.zeros(classes, dtype=np.int64)
-    rep[row_class] = problem.codes[c]
-    return rep
+def class_rows(row_class: np.ndarray, classes: int) -> np.ndarray:
+    """One distinct row of each of ``classes`` classes (row 0 for a class without rows)."""
+    rows = np.zeros(classes, dtype=np.intp)
+    rows[row_class] = np.arange(len(row_class), dtype=np.intp)
+    return rows
 
 
 def labels_at(problem: Problem, c: int, levels: np.ndarray, rep: np.ndarray) -> np.ndarray:

@@ -14,20 +14,25 @@ suppressed; for precision the suppressed count known from a coarser node adds to
 1. **Descent**: from the top, step down to the satisfying predecessor of lowest bound until
    none satisfies.  This finds a good solution at once (the *cutoff*: no optimum lies above
    it), and the violating predecessors met on the way sit just under the frontier.
-2. **Settling** (after ARX's Flash): every node whose bound is under the cutoff must be either
-   ruled out or scored.  Take the lowest such node, walk a path upwards through untagged
-   nodes, and bisect it for the highest node that settles the start (it violates the models;
-   or it suppresses so many records that every node below it costs more than the cutoff);
-   then climb on from there while a successor still settles it.  Each check tags whole cones
-   with one slice assignment on an array of the lattice's shape: a satisfying node's
-   successors satisfy, a violating node's predecessors violate, and a node's suppressed count
-   (under the models that stay monotone with suppression) bounds that of every node below.
+2. **Settling**: every node whose bound is under the cutoff must be either ruled out or
+   scored.  A check rules out a whole cone below the node checked: if it violates the models,
+   every node below does; and its suppressed count (under the models that stay monotone with
+   suppression) bounds that of every node below, which may put them all over the cutoff.
+   The higher the node checked, the larger its cone, but the likelier it satisfies the
+   models.  So, taking the unsettled nodes highest bound first, a *guide* (a model of the
+   suppressed count learnt from the checks so far, :mod:`safeshare.anonymize.guide`) walks a
+   path upwards through untagged nodes and the highest node on it that it expects to violate
+   is checked; if that does not settle the start, nodes lower on the path are, each step
+   twice the last, down to the start itself.  Each check tags whole cones with one slice
+   assignment on an array of the lattice's shape: a satisfying node's successors satisfy, a
+   violating node's predecessors violate.
 3. **Optimum**: the candidates left are scored in order of their bounds, stopping at the
    first bound above the best score.  Without suppression every model and quality model is
    monotone, so only the minimal satisfying nodes are candidates.
 
 The result is exact: a node is skipped only when a check proves it violates the models or
-costs more than a node already found (tests compare it with exhaustive enumeration).
+costs more than a node already found (tests compare it with exhaustive enumeration).  The
+guide only orders the checks: a poor guess costs checks, never the optimum.
 
 >>> import numpy as np
 >>> from safeshare.anonymize.hierarchy import Hierarchy
@@ -50,11 +55,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from safeshare.anonymize.evaluator import Assessment, Evaluator
+from safeshare.anonymize.grouping import group_rows
+from safeshare.anonymize.guide import SuppressionGuide
 from safeshare.anonymize.models import NoSolutionError
-from safeshare.anonymize.problem import Chunking, NodeClasses, Problem, group_rows
+from safeshare.anonymize.problem import Chunking, NodeClasses, Problem
 from safeshare.anonymize.quality import SEPARABLE
 
 _EPS = 1e-12
+_BLOCK = 64  # nodes scanned at once for the next one to settle
 
 
 @dataclass(frozen=True)
@@ -85,165 +93,212 @@ def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
 
 def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
     """The node of minimal ``metric`` among those satisfying every model within the limit."""
-    evaluator = Evaluator(problem)
-    lattice = problem.lattice
-    size = lattice.size
-    bounds = lower_bounds(problem, metric)
-    state = np.zeros(size, dtype=np.int8)  # 1: satisfies the monotone models, -1: violates
-    grid = state.reshape(lattice.shape)
-    # suppression under the monotone models never grows upwards: a checked node's count is a
-    # lower bound for every node below it, which raises precision's bound there
-    at_least = np.zeros(size, dtype=np.int64)
-    floor = at_least.reshape(lattice.shape)
-    uses_floor = metric == "precision" and evaluator.suppression_monotone
-    successors = lattice.successor_table()
-    # each node's successors, lowest bound first (-1s last): the path steps
-    ranked = np.where(successors >= 0, bounds[np.maximum(successors, 0)], np.inf)
-    upward = np.take_along_axis(successors, np.argsort(ranked, axis=1, kind="stable"), axis=1)
-    assessed: dict[int, Assessment] = {}
-    checked = np.zeros(size, dtype=bool)
-    n = max(problem.n, 1)
-    limit = problem.max_suppressed
-    # with a separable model a satisfying node costs at most its bound + the suppressed share
-    slack = limit / n if metric in ("precision", "loss", "ncp") else math.inf
-    cutoff = math.inf  # no optimum lies above this bound
+    return _Search(problem, metric).run()
 
-    def bound(index: int, suppressed: int | None = None) -> float:
-        if not uses_floor:
-            return float(bounds[index])
-        count = int(at_least[index]) if suppressed is None else suppressed
-        return float(bounds[index] + count * (1 - bounds[index]) / n)
 
-    def check(index: int) -> Assessment:
-        nonlocal cutoff
-        node = tuple(int(v) for v in lattice.levels(index))
-        assessment = evaluator.assess(node)
-        assessed[index] = assessment
-        checked[index] = True
-        if uses_floor and assessment.suppressed_monotone:
-            cone = floor[lattice.below(node)]
-            np.maximum(cone, assessment.suppressed_monotone, out=cone)
+class _Search:
+    """One optimal search: per node of the lattice, what the checks so far prove about it."""
+
+    def __init__(self, problem: Problem, metric: str) -> None:
+        self.problem, self.metric = problem, metric
+        self.evaluator = evaluator = Evaluator(problem)
+        self.lattice = lattice = problem.lattice
+        self.bounds = lower_bounds(problem, metric)
+        self.state = np.zeros(lattice.size, dtype=np.int8)  # 1: satisfies the monotone models
+        self.grid = self.state.reshape(lattice.shape)  # -1: violates them; 0: not known
+        # suppression under the monotone models never grows upwards: a checked node's count
+        # is a lower bound for every node below it, which raises precision's bound there
+        self.at_least = np.zeros(lattice.size, dtype=np.int64)
+        self.floor = self.at_least.reshape(lattice.shape)
+        self.uses_floor = metric == "precision" and evaluator.suppression_monotone
+        self.assessed: dict[int, Assessment] = {}
+        self.checked = np.zeros(lattice.size, dtype=bool)
+        self.n = max(problem.n, 1)
+        limit = problem.max_suppressed
+        # with a separable model a satisfying node costs at most its bound + the suppressed share
+        self.slack = limit / self.n if metric in ("precision", "loss", "ncp") else math.inf
+        self.cutoff = math.inf  # no optimum lies above this bound
+        self.guide = SuppressionGuide(lattice.lo, lattice.hi, limit)
+
+    def run(self) -> SearchResult:
+        self._descend()
+        self._settle()
+        return self._optimum()
+
+    # ---- checks -------------------------------------------------------------------------
+
+    def _check(self, index: int) -> Assessment:
+        """Assess node ``index`` and tag what it proves: cones, floors, the cutoff."""
+        lattice = self.lattice
+        node = lattice.node(index)
+        assessment = self.evaluator.assess(node)
+        self.assessed[index] = assessment
+        self.checked[index] = True
+        suppressed = assessment.suppressed_monotone
         if assessment.feasible_monotone:
-            grid[lattice.above(node)] = 1
-            if evaluator.fully_monotone:
-                cutoff = min(cutoff, bounds[index] + slack)
-            if assessment.feasible and metric == "precision":  # its score, exactly
-                f = float(bounds[index])
-                cutoff = min(cutoff, f + assessment.suppressed * (1 - f) / n)
+            self.grid[lattice.above(node)] = 1
+            if self.uses_floor and suppressed:  # (below a violating node all violate)
+                cone = self.floor[lattice.below(node)]
+                np.maximum(cone, suppressed, out=cone)
+            bound = float(self.bounds[index])
+            if self.evaluator.fully_monotone:
+                self.cutoff = min(self.cutoff, bound + self.slack)
+            if assessment.feasible and self.metric == "precision":  # its score, exactly
+                self.cutoff = min(self.cutoff, bound + assessment.suppressed * (1 - bound) / self.n)
         else:
-            grid[lattice.below(node)] = -1
+            self.grid[lattice.below(node)] = -1
+        self.guide.learn(node, suppressed, assessment.feasible_monotone)
         return assessment
 
-    def covers(start: int, index: int) -> bool:
+    def _get(self, index: int) -> Assessment:
+        return self.assessed.get(index) or self._check(index)
+
+    def _reach(self, index: int, suppressed: int | None = None) -> float:
+        """The lowest score node ``index`` can have (``suppressed``: a count known above it)."""
+        bound = float(self.bounds[index])
+        if not self.uses_floor:
+            return bound
+        count = int(self.at_least[index]) if suppressed is None else suppressed
+        return bound + count * (1 - bound) / self.n
+
+    def _covers(self, start: int, index: int) -> bool:
         """Whether checking ``index`` (above ``start``) settles ``start``."""
-        assessment = assessed.get(index) or check(index)
+        assessment = self._get(index)
         if not assessment.feasible_monotone:
             return True
-        return uses_floor and bound(start, assessment.suppressed_monotone) > cutoff + _EPS
+        return self.uses_floor and self._reach(start, assessment.suppressed_monotone) > (
+            self.cutoff + _EPS
+        )
 
-    # descend from the top along satisfying nodes, lowest bound first: a good solution early
-    # (a low cutoff), and the violating predecessors met on the way sit just below the frontier,
-    # so their cones of violating nodes are large
-    predecessors = lattice.predecessor_table()
-    current = size - 1
-    if (assessed.get(current) or check(current)).feasible_monotone:
-        moving = True
+    # ---- phases -------------------------------------------------------------------------
+
+    def _descend(self) -> None:
+        """From the top, step down along satisfying nodes, lowest bound first.
+
+        This finds a good solution at once (a low cutoff), and the violating predecessors met on
+        the way sit just below the frontier, so their cones of violating nodes are large.
+        """
+        lattice, bounds = self.lattice, self.bounds
+        current = lattice.size - 1
+        moving = self._get(current).feasible_monotone
         while moving:
             moving = False
-            options = predecessors[current]
-            options = options[options >= 0]
-            for found in options[np.lexsort((options, bounds[options]))]:
-                option = int(found)
-                if state[option] < 0:
-                    continue
-                if (assessed.get(option) or check(option)).feasible_monotone:
+            options = lattice.predecessors_of(current, lattice.node(current))
+            for option in sorted(options, key=lambda o: (bounds[o], o)):
+                if self.state[option] >= 0 and self._get(option).feasible_monotone:
                     current, moving = option, True
                     break
 
-    # settle every node whose bound is below the cutoff, lowest first: walk a path upwards
-    # through untagged nodes and bisect it for the highest node that settles the start (one that
-    # violates the models, or whose suppressed count puts everything below it over the cutoff),
-    # probing first where the path crosses the cutoff; then climb on while a successor still
-    # settles the start, to tag as large a cone as possible
-    order = np.lexsort((np.arange(size), bounds))
-    ordered_bounds = bounds[order]
-    position = 0
-    while position < size:
-        end = int(np.searchsorted(ordered_bounds, cutoff + _EPS, side="right"))
-        rest = order[position:end]
-        reach = (
-            bounds[rest] + at_least[rest] * (1 - bounds[rest]) / n if uses_floor else bounds[rest]
-        )
-        open_ = np.flatnonzero((state[rest] >= 0) & (reach <= cutoff + _EPS) & ~checked[rest])
-        if not len(open_):
-            break
-        position += int(open_[0]) + 1
-        start = int(rest[open_[0]])
-        path = [start]
-        while True:
-            step = next((int(o) for o in upward[path[-1]] if o >= 0 and state[o] == 0), -1)
-            if step < 0:
-                break
-            path.append(step)
-        low, high, top = 0, len(path) - 1, -1
-        probe = (
-            min(int(np.searchsorted(bounds[path], cutoff)), high) if math.isfinite(cutoff) else -1
-        )
-        while low <= high:
-            middle = (low + high) // 2 if not low <= probe <= high else probe
-            probe = -1
-            if state[path[middle]] > 0 and not uses_floor:
-                high = middle - 1
-            elif (state[path[middle]] < 0) or covers(start, path[middle]):
-                top, low = middle, middle + 1
+    def _settle(self) -> None:
+        """Settle every node whose bound is under the cutoff, highest bound first.
 
-            else:
-                high = middle - 1
-        if top < 0:
-            continue
-        current = path[top]
-        climbing = True
-        while climbing:
-            climbing = False
-            for found in successors[current]:
-                option = int(found)
-                if option < 0 or state[option] > 0 or option in assessed:
-                    continue
-                if covers(start, option):
-                    current, climbing = option, True
-                    break
-    if not (state > 0).any() and not any(a.feasible for a in assessed.values()):
-        raise _no_solution(problem, evaluator)
-    reachable = bounds + at_least * (1 - bounds) / n if uses_floor else bounds.copy()
-    candidates = (state >= 0) & (reachable <= cutoff + _EPS)
-    if evaluator.fully_monotone and limit == 0:
-        minimal = np.zeros(size, dtype=bool)
-        minimal[lattice.minimal(grid > 0)] = True
-        candidates &= minimal
-    order = np.flatnonzero(candidates)
-    order = order[np.lexsort((order, reachable[order]))]
-    best, best_node, best_suppressed = math.inf, None, 0
-    ties: list[tuple[int, ...]] = []
-    for candidate in order:
-        index = int(candidate)
-        if reachable[index] > best + _EPS:
-            break
-        if index not in assessed and bound(index) > best + _EPS:
-            continue
-        assessment = assessed.get(index) or check(index)
-        if not assessment.feasible:
-            continue
-        score = evaluator.score(assessment, metric)
-        node = assessment.node
-        if score < best - _EPS:
-            best, best_node, best_suppressed, ties = score, node, assessment.suppressed, []
-        elif abs(score - best) <= _EPS:
-            ties.append(node)
-    if best_node is None:
-        raise _no_solution(problem, evaluator)
-    return SearchResult(
-        best_node, best, best_suppressed, metric, tuple(ties), evaluator.checked, lattice.size
-    )
+        A node is settled by a check above it that violates the models (or that suppresses so
+        many records that every node below it costs more than the cutoff); the higher that
+        node, the larger the cone it settles.  From each unsettled node the guide picks the
+        highest node on a path upwards that it expects to violate, and checks it; if it does
+        not settle the start, nodes lower on the path are tried, each step twice the last.
+        """
+        bounds, state, checked = self.bounds, self.state, self.checked
+        order = np.argsort(-bounds, kind="stable")
+        position = int(np.searchsorted(-bounds[order], -(self.cutoff + _EPS), side="left"))
+        width = _BLOCK
+        while position < len(order):  # in blocks, wider while they hold nothing to settle
+            block = order[position : position + width]
+            position += width
+            reach = bounds[block]
+            if self.uses_floor:
+                reach = reach + self.at_least[block] * (1 - reach) / self.n
+            starts = block[(state[block] == 0) & ~checked[block] & (reach <= self.cutoff + _EPS)]
+            width = _BLOCK if len(starts) else 2 * width
+            for start in starts.tolist():
+                if (
+                    state[start] == 0
+                    and not checked[start]
+                    and self._reach(start) <= (self.cutoff + _EPS)
+                ):
+                    self._settle_from(start)
+
+    def _settle_from(self, start: int) -> None:
+        """Check the highest node on the guide's path that it expects to violate; while that
+        does not settle ``start``, check nodes lower on the path, each step twice the last."""
+        path, top = self._path(start)
+        step = 1
+        while not self._covers(start, path[top]) and top > 0:
+            top, step = max(top - step, 0), 2 * step
+
+    def _path(self, start: int) -> tuple[list[int], int]:
+        """A path up from ``start`` through untagged nodes, each step the one the guide expects
+        to shrink suppression least, and the position of the last node on it that the guide
+        expects to violate the models (0: none)."""
+        lattice, state, guide = self.lattice, self.state, self.guide
+        columns = list(enumerate(lattice.strides))[::-1]  # (ties: the last column)
+        node = list(lattice.node(start))
+        guess = guide.guess(node)
+        path, top = [start], 0
+        index = start
+        while True:
+            rises = guide.rises(node)
+            step, best = -1, -math.inf
+            for c, stride in columns:
+                if rises[c] > best and state[index + stride] == 0:
+                    step, best = c, rises[c]
+            if step < 0:
+                return path, top
+            index += lattice.strides[step]
+            node[step] += 1
+            guess += best
+            if guess <= guide.threshold:  # (expected to satisfy them from here on)
+                return path, top
+            path.append(index)
+            top = len(path) - 1
+
+    def _optimum(self) -> SearchResult:
+        """Score the candidates left in order of their bounds, up to the first bound above the
+        best score.  Without suppression every model and quality model is monotone, so only the
+        minimal satisfying nodes are candidates."""
+        problem, evaluator, lattice = self.problem, self.evaluator, self.lattice
+        bounds, state, n = self.bounds, self.state, self.n
+        if not (state > 0).any() and not any(a.feasible for a in self.assessed.values()):
+            raise _no_solution(problem, evaluator)
+        reachable = bounds + self.at_least * (1 - bounds) / n if self.uses_floor else bounds
+        candidates = (state >= 0) & (reachable <= self.cutoff + _EPS)
+        if evaluator.fully_monotone and problem.max_suppressed == 0:
+            minimal = np.zeros(lattice.size, dtype=bool)
+            minimal[lattice.minimal(self.grid > 0)] = True
+            candidates &= minimal
+        order = np.flatnonzero(candidates)
+        order = order[np.lexsort((order, reachable[order]))]
+        best, best_node, best_suppressed = math.inf, None, 0
+        ties: list[tuple[int, ...]] = []
+        for candidate in order.tolist():
+            if reachable[candidate] > best + _EPS:
+                break
+            if candidate not in self.assessed and self._reach(candidate) > best + _EPS:
+                continue
+            assessment = self._get(candidate)
+            if not assessment.feasible:
+                continue
+            score = evaluator.score(assessment, self.metric)
+            if score < best - _EPS:
+                best, best_node, best_suppressed, ties = (
+                    score,
+                    assessment.node,
+                    assessment.suppressed,
+                    [],
+                )
+            elif abs(score - best) <= _EPS:
+                ties.append(assessment.node)
+        if best_node is None:
+            raise _no_solution(problem, evaluator)
+        return SearchResult(
+            best_node,
+            best,
+            best_suppressed,
+            self.metric,
+            tuple(ties),
+            evaluator.checked,
+            lattice.size,
+        )
 
 
 def exhaustive_search(problem: Problem, metric: str = "precision") -> SearchResult:
@@ -253,11 +308,10 @@ def exhaustive_search(problem: Problem, metric: str = "precision") -> SearchResu
     best, best_node, best_suppressed = math.inf, None, 0
     ties: list[tuple[int, ...]] = []
     for index in range(lattice.size):
-        node = tuple(int(v) for v in lattice.levels(index))
-        assessment = evaluator.assess(node)
+        assessment = evaluator.assess(lattice.node(index))
         if not assessment.feasible:
             continue
-        score = evaluator.score(assessment, metric)
+        score, node = evaluator.score(assessment, metric), assessment.node
         if score < best - _EPS:
             best, best_node, best_suppressed, ties = score, node, assessment.suppressed, []
         elif abs(score - best) <= _EPS:
