@@ -217,6 +217,8 @@ def _release_input(
         synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
     _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
 
+    # the rows discovery reads are fetched before the spend: a failed engine job here costs nothing
+    discovery_rows = data.discovery_frame()
     ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     status = ledger.spend(
         data.fingerprint,
@@ -227,7 +229,7 @@ def _release_input(
     )
 
     report("discovering the domain", 0.1)
-    domain, notes = resolve_domain(decisions, discovery, data.discovery_frame(), rand)
+    domain, notes = resolve_domain(decisions, discovery, discovery_rows, rand)
     parts = data.encode(domain)
     train, holdout = parts.train_sample, parts.holdout_sample
 
