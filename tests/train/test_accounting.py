@@ -101,3 +101,19 @@ def test_event_composes_in_the_projects_accountant():
     both = Accountant().compose(event, GaussianEvent(10.0)).epsilon(1e-5)
     assert both > alone
     assert math.isfinite(both)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "rate", "steps"), [(1.0, Q, 1960), (0.5, 0.01, 300), (4.0, 0.05, 60), (1.0, 1.0, 3)]
+)
+def test_rdp_calibration_gives_the_sigma_of_a_bisection_on_the_full_accountant(
+    epsilon, rate, steps
+):
+    """Calibration evaluates only the RDP orders that can still meet the budget: same answer."""
+    from safeshare.train.accounting import _bisect
+
+    def cost(sigma):
+        return dpsgd_epsilon(sigma, rate, steps, 1e-5, accountant="rdp")
+
+    full = _bisect(epsilon, cost, lambda s: cost(s) <= epsilon, 1e-3, rate, steps)
+    assert calibrate_noise(epsilon, 1e-5, rate, steps, accountant="rdp") == full

@@ -42,13 +42,15 @@ def test_one_hot_follows_the_domain():
 
 def test_card_epsilon_is_exact_and_within_budget():
     table = small_table()
-    model = train_tabular(table, "y", epsilon=1.0, delta=1e-5, epochs=3, batch_size=100, rng=1)
+    # lr 1e-2: 30 seeds of 30 reach accuracy 1.0 in these 60 steps (at 2e-3 one in six stalls)
+    model = train_tabular(table, "y", epsilon=1.0, delta=1e-5, epochs=3, batch_size=100, rng=1,
+                          learning_rate=1e-2)  # fmt: skip
     privacy = model.card["privacy"]
     assert privacy["privacy_unit"] == "record" and privacy["sampling"] == "poisson"
     assert privacy["steps"] == 60 and privacy["sampling_rate"] == 100 / 2000
     exact = dpsgd_epsilon(privacy["noise_multiplier"], 0.05, 60, 1e-5)
     assert privacy["epsilon"] == exact and 0.99 < exact <= 1.0
-    assert privacy["clipping_norm"] == 1.0 and "ghost" in privacy["clipping"]
+    assert privacy["clipping_norm"] == 1.0 and "linear-ghost" in privacy["clipping"]
     assert privacy["secure_noise"] is False and "NOT secure" in privacy["noise_source"]
     assert model.accuracy(table) > 0.9  # y is a function of x: learnable even at epsilon 1
 

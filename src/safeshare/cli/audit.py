@@ -19,6 +19,13 @@ import typer
 from safeshare.cli._output import progress_bar, stdout
 
 
+def _clipping(described: str) -> str:
+    """The clipping name in the card's "per-sample, flat (NAME, ...)"; older cards: Opacus's."""
+    from safeshare.train.dpsgd import CLIPPINGS
+
+    return next((name for name in CLIPPINGS if f"({name}," in described), "ghost")
+
+
 def _settings(model: Path) -> dict[str, Any]:
     from safeshare.errors import InputError, InputFileNotFoundError
 
@@ -42,7 +49,7 @@ def _settings(model: Path) -> dict[str, Any]:
         "epochs": float(training["epochs"]),
         "batch_size": int(privacy["expected_batch_size"]),
         "max_grad_norm": float(privacy["clipping_norm"]),
-        "clipping": "hooks" if "hooks" in privacy["clipping"] else "ghost",
+        "clipping": _clipping(str(privacy["clipping"])),
         "accountant": "rdp" if privacy["accountant"].startswith("rdp") else "pld",
         "learning_rate": float(training["learning_rate"]),
         "hidden": int(layers[1]),

@@ -58,7 +58,7 @@ class TrainingSettings:
     hidden: int = 64
     learning_rate: float = 2e-3
     max_grad_norm: float = 1.0
-    clipping: str = "ghost"
+    clipping: str = "linear-ghost"
     accountant: Accounting = "pld"
 
 

@@ -126,15 +126,28 @@ def calibrate_noise(
     if not 0 < tolerance < 1:
         raise BudgetError(f"tolerance must lie in (0, 1), got {tolerance!r}")
 
+    if accountant == "rdp":
+        meets: Callable[[float], bool] = _RdpBudgetTest(epsilon, delta, sampling_rate, steps)
+        return _bisect(
+            epsilon,
+            lambda s: _epsilon(s, sampling_rate, steps, delta, accountant, _COARSE),
+            meets,
+            tolerance,
+            sampling_rate,
+            steps,
+        )
+
+    def coarse_cost(sigma: float) -> float:
+        return _epsilon(sigma, sampling_rate, steps, delta, accountant, _COARSE)
+
     coarse = _bisect(
         epsilon,
-        lambda s: _epsilon(s, sampling_rate, steps, delta, accountant, _COARSE),
+        coarse_cost,
+        lambda s: coarse_cost(s) <= epsilon,
         tolerance,
         sampling_rate,
         steps,
     )
-    if accountant == "rdp":
-        return coarse
 
     def fine(sigma: float) -> float:
         return _epsilon(sigma, sampling_rate, steps, delta, accountant, _FINE)
@@ -143,26 +156,68 @@ def calibrate_noise(
     low, high = coarse / 1.02, coarse
     while fine(high) > epsilon:  # never seen, but never trust a rounding argument blindly
         low, high = high, high * 1.02
-    return _refine(epsilon, fine, low, high, tolerance)
+    return _refine(lambda s: fine(s) <= epsilon, low, high, tolerance)
+
+
+class _RdpBudgetTest:
+    """Whether sigma meets ``epsilon`` under dp-accounting's RDP accountant, cheaply.
+
+    The RDP epsilon is the minimum over orders of a per-order bound, computed order by
+    order.  So sigma meets the budget exactly when some order's bound does (each "yes"
+    is a certificate, one order suffices); and as each order's bound grows as sigma
+    shrinks, below a sigma already met only the orders that met it there can meet it:
+    a bisection evaluates all orders a few times, then a handful.  The answers are the
+    full accountant's (a "no" rests on that monotonicity, which can only err towards
+    more noise).
+    """
+
+    def __init__(self, epsilon: float, delta: float, sampling_rate: float, steps: int) -> None:
+        from dp_accounting.rdp import rdp_privacy_accountant
+
+        self._epsilon, self._delta = epsilon, delta
+        self._rate, self._steps = sampling_rate, steps
+        self._orders: tuple[float, ...] = tuple(rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
+        self._met: list[tuple[float, tuple[float, ...]]] = []  # (sigma, orders meeting there)
+        self._answers: dict[float, bool] = {}
+
+    def _order_epsilon(self, sigma: float, order: float) -> float:
+        from dp_accounting.rdp import RdpAccountant
+
+        rdp = RdpAccountant(orders=[order])
+        rdp.compose(_dp_event(sigma, self._rate, self._steps))
+        return float(rdp.get_epsilon(self._delta))
+
+    def __call__(self, sigma: float) -> bool:
+        if sigma in self._answers:
+            return self._answers[sigma]
+        above = [met for met in self._met if met[0] >= sigma]
+        candidates = min(above)[1] if above else self._orders
+        meeting = tuple(a for a in candidates if self._order_epsilon(sigma, a) <= self._epsilon)
+        if meeting:
+            self._met.append((sigma, meeting))
+        self._answers[sigma] = bool(meeting)
+        return bool(meeting)
 
 
 def _bisect(
     epsilon: float,
     cost: Callable[[float], float],
+    meets: Callable[[float], bool],
     tolerance: float,
     sampling_rate: float,
     steps: int,
 ) -> float:
+    """The smallest sigma that ``meets`` the budget (``cost``: its epsilon, for the message)."""
     # bracket the answer by doubling from sigma = 1, then bisect on log(sigma)
     low, high = 1.0, 1.0
-    if cost(1.0) <= epsilon:
-        while low > _SIGMA_MIN and cost(low / 2) <= epsilon:
+    if meets(1.0):
+        while low > _SIGMA_MIN and meets(low / 2):
             low /= 2
         if low <= _SIGMA_MIN:
             return low
         high, low = low, low / 2
     else:
-        while cost(high) > epsilon:
+        while not meets(high):
             if high >= _SIGMA_MAX:
                 raise BudgetError(
                     f"epsilon={epsilon:g} cannot be reached with {steps} steps at sampling "
@@ -171,16 +226,14 @@ def _bisect(
                     "(batch), or a larger epsilon"
                 )
             low, high = high, high * 2
-    return _refine(epsilon, cost, low, high, tolerance)
+    return _refine(meets, low, high, tolerance)
 
 
-def _refine(
-    epsilon: float, cost: Callable[[float], float], low: float, high: float, tolerance: float
-) -> float:
+def _refine(meets: Callable[[float], bool], low: float, high: float, tolerance: float) -> float:
     """Bisection on log(sigma) between ``low`` (too little noise) and ``high`` (enough)."""
     while high / low > 1 + tolerance:
         middle = math.sqrt(low * high)
-        if cost(middle) <= epsilon:
+        if meets(middle):
             high = middle
         else:
             low = middle

@@ -6,6 +6,11 @@ Here the loader is always Opacus's ``DPDataLoader`` at the exact rate q = B / N 
 the accountant uses (:func:`check_poisson_loader` refuses anything else), the noise
 multiplier comes from :func:`~safeshare.train.accounting.calibrate_noise`, and exactly
 the accounted number of steps is taken.  torch and opacus are imported lazily.
+
+Per-record clipping: ``"linear-ghost"`` (:mod:`safeshare.train.clipping`, exact for
+networks of Linear layers, one ordinary backward pass per step) or Opacus's ``"ghost"``
+and ``"hooks"`` for other architectures.  All three add the noise with Opacus's
+optimizer, from the same generator (or Opacus's secure mode).
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ import secrets
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from safeshare.errors import BudgetError, InputError, MissingDependencyError
 from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
 
 SAMPLINGS: tuple[str, ...] = ("poisson",)
-CLIPPINGS: tuple[str, ...] = ("ghost", "hooks")
+# linear-ghost: ours (train/clipping.py), exact and fastest, for networks of Linear layers;
+# ghost and hooks: Opacus's, for any architecture Opacus supports
+CLIPPINGS: tuple[str, ...] = ("linear-ghost", "ghost", "hooks")
 
 
 def require_torch() -> tuple[Any, Any]:
@@ -112,6 +120,13 @@ class DPSGDSettings:
         return math.ceil(self.epochs * self.records / self.batch_size)
 
 
+_CLIPPING_SOURCE = {
+    "linear-ghost": "safeshare; noise by Opacus",
+    "ghost": "Opacus",
+    "hooks": "Opacus",
+}
+
+
 @dataclass(frozen=True)
 class DPSGDRun:
     """The privacy facts of a finished run."""
@@ -138,7 +153,7 @@ class DPSGDRun:
             "steps": self.steps_taken,
             "noise_multiplier": self.noise_multiplier,
             "clipping_norm": s.max_grad_norm,
-            "clipping": f"per-sample, flat ({s.clipping}, Opacus)",
+            "clipping": f"per-sample, flat ({s.clipping}, {_CLIPPING_SOURCE[s.clipping]})",
             "noise_source": self.noise_source,
             "secure_noise": self.secure_noise,
             "public": "the number of training records and the feature domain",
@@ -161,6 +176,10 @@ def run_dpsgd(
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
+    if settings.clipping == "linear-ghost":
+        from safeshare.train.clipping import check_linear_network
+
+        check_linear_network(module)
     q, steps = settings.sampling_rate, settings.steps
     sigma = calibrate_noise(
         settings.epsilon, settings.delta, q, steps, accountant=settings.accountant
@@ -174,31 +193,31 @@ def run_dpsgd(
     with warnings.catch_warnings():  # the card states whether the noise is secure
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         engine = PrivacyEngine(secure_mode=secure)
-    criterion = torch.nn.CrossEntropyLoss()
-    wrapped = engine.make_private(
-        module=module,
-        optimizer=make_optimizer(module.parameters()),
-        criterion=criterion,
-        data_loader=loader,
-        noise_multiplier=sigma,
-        max_grad_norm=settings.max_grad_norm,
-        poisson_sampling=False,  # the loader is already Poisson at exactly q (checked above)
-        grad_sample_mode=settings.clipping,
-        noise_generator=None if secure else generator,
-    )
-    if settings.clipping == "ghost":
-        model, optimizer, criterion, loader = wrapped
+    if settings.clipping == "linear-ghost":
+        taken = _run_linear_ghost(
+            module,
+            features,
+            labels,
+            settings,
+            loader,
+            optimizer=make_optimizer(module.parameters()),
+            noise_multiplier=sigma,
+            # Opacus's choice in make_private: its secure generator, else the caller's
+            noise_generator=engine.secure_rng if secure else generator,
+            secure=secure,
+            progress=progress,
+        )
     else:
-        model, optimizer, loader = wrapped
-    check_poisson_loader(loader, q)
-    model.train()
-    with warnings.catch_warnings():
-        # ghost clipping's double backward on inputs that need no gradient: expected, harmless
-        warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        taken = _steps(model, optimizer, criterion, loader, steps, progress)
-    remove_hooks = getattr(model, "remove_hooks", None)
-    if callable(remove_hooks):  # leave the caller's module as it was, without Opacus's hooks
-        remove_hooks()
+        taken = _run_opacus(
+            engine,
+            module,
+            settings,
+            loader,
+            optimizer=make_optimizer(module.parameters()),
+            noise_multiplier=sigma,
+            noise_generator=None if secure else generator,
+            progress=progress,
+        )
     if seeded:
         source = "torch.Generator from the caller's seed: reproducible, NOT secure"
     elif secure:
@@ -209,6 +228,47 @@ def run_dpsgd(
             "cryptographically secure: torchcsprng is not installed for Opacus's secure mode"
         )
     return DPSGDRun(settings, sigma, spent, taken, source, secure)
+
+
+def _run_opacus(
+    engine: Any,
+    module: Any,
+    settings: DPSGDSettings,
+    loader: Any,
+    *,
+    optimizer: Any,
+    noise_multiplier: float,
+    noise_generator: Any,
+    progress: Callable[[str, float], None] | None,
+) -> int:
+    """Opacus's ghost clipping or per-sample hooks: any architecture Opacus supports."""
+    torch, _ = require_torch()
+    criterion = torch.nn.CrossEntropyLoss()
+    wrapped = engine.make_private(
+        module=module,
+        optimizer=optimizer,
+        criterion=criterion,
+        data_loader=loader,
+        noise_multiplier=noise_multiplier,
+        max_grad_norm=settings.max_grad_norm,
+        poisson_sampling=False,  # the loader is already Poisson at exactly q (checked)
+        grad_sample_mode=settings.clipping,
+        noise_generator=noise_generator,
+    )
+    if settings.clipping == "ghost":
+        model, optimizer, criterion, loader = wrapped
+    else:
+        model, optimizer, loader = wrapped
+    check_poisson_loader(loader, settings.sampling_rate)
+    model.train()
+    with warnings.catch_warnings():
+        # ghost clipping's double backward on inputs that need no gradient: expected, harmless
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        taken = _steps(model, optimizer, criterion, loader, settings.steps, progress)
+    remove_hooks = getattr(model, "remove_hooks", None)
+    if callable(remove_hooks):  # leave the caller's module as it was, without Opacus's hooks
+        remove_hooks()
+    return taken
 
 
 def _steps(
@@ -232,6 +292,68 @@ def _steps(
             taken += 1
             if progress is not None and taken % 20 == 0:
                 progress("DP-SGD steps", taken / steps)
+    return taken
+
+
+def _run_linear_ghost(
+    module: Any,
+    features: Any,
+    labels: Any,
+    settings: DPSGDSettings,
+    loader: Any,
+    *,
+    optimizer: Any,
+    noise_multiplier: float,
+    noise_generator: Any,
+    secure: bool,
+    progress: Callable[[str, float], None] | None,
+) -> int:
+    """Our one-pass clipping for Linear networks; the noise and the step are Opacus's.
+
+    The clipped sum goes into ``.grad`` where Opacus's ghost-clipping optimizer expects
+    it, which adds N(0, (sigma C)^2) noise from the same generator (or secure mode) as
+    the other clippings and divides by the expected batch size.  The batches are the
+    checked loader's Poisson draws, taken as row indices (no per-record collation).
+    """
+    torch, _ = require_torch()
+    from opacus.optimizers import DPOptimizerFastGradientClipping
+
+    from safeshare.train.clipping import LinearGhostClipping
+
+    class _NoiseOnClippedSum(DPOptimizerFastGradientClipping):  # type: ignore[misc]
+        """Opacus's ghost-clipping optimizer, taking ``.grad`` as the clipped sum without copy."""
+
+        def accumulate(self) -> None:  # Opacus deep-copies .grad here: 10% of a step
+            for p in self.params:
+                p.summed_grad = p.grad if p.summed_grad is None else p.summed_grad + p.grad
+
+    private = _NoiseOnClippedSum(
+        optimizer,
+        noise_multiplier=noise_multiplier,
+        max_grad_norm=settings.max_grad_norm,
+        expected_batch_size=settings.batch_size,  # q x records, exactly
+        loss_reduction="mean",
+        generator=noise_generator,
+        secure_mode=secure,
+    )
+    batches = loader.batch_sampler  # the UniformWithReplacementSampler check_poisson_loader saw
+    cross_entropy = torch.nn.functional.cross_entropy
+    module.train()
+    taken = 0
+    with LinearGhostClipping(module, settings.max_grad_norm) as clipping:
+        while taken < settings.steps:
+            for indices in batches:
+                if taken == settings.steps:
+                    break
+                rows = torch.as_tensor(indices, dtype=torch.long)
+                private.zero_grad(set_to_none=True)
+                clipping.backward(
+                    features[rows], partial(cross_entropy, target=labels[rows], reduction="none")
+                )
+                private.step()
+                taken += 1
+                if progress is not None and taken % 20 == 0:
+                    progress("DP-SGD steps", taken / settings.steps)
     return taken
 
 

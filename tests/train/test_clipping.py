@@ -1,0 +1,197 @@
+"""Linear-ghost clipping: the clipped sum of per-record gradients, checked against brute force."""
+
+import math
+
+import pytest
+
+from safeshare.errors import InputError
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("opacus")
+
+from safeshare.train.clipping import LinearGhostClipping  # noqa: E402
+from safeshare.train.dpsgd import DPSGDSettings, run_dpsgd  # noqa: E402
+
+nn = torch.nn
+
+
+def mlp(seed: int = 0) -> "torch.nn.Module":
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Linear(7, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Dropout(0.0), nn.Linear(8, 3)
+    )
+
+
+def data(records: int = 32, seed: int = 1) -> tuple["torch.Tensor", "torch.Tensor"]:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(records, 7, generator=generator) * 3
+    return x, torch.randint(0, 3, (records,), generator=generator)
+
+
+def losses_of(y):
+    return lambda logits: nn.functional.cross_entropy(logits, y, reduction="none")
+
+
+def brute_force(module, x, y, clip):
+    """Per-record gradients one record at a time, clipped as Opacus does, then summed."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    per_record = []
+    for i in range(len(x)):
+        loss = nn.functional.cross_entropy(module(x[i : i + 1]), y[i : i + 1], reduction="sum")
+        per_record.append(torch.autograd.grad(loss, params))
+    norms = torch.stack([torch.sqrt(sum(g.square().sum() for g in gs)) for gs in per_record])
+    factors = (clip / (norms + 1e-6)).clamp(max=1.0)
+    sums = [
+        sum(f * gs[k] for f, gs in zip(factors, per_record, strict=True))
+        for k in range(len(params))
+    ]
+    return norms, sums
+
+
+def test_clipped_sum_equals_brute_force_with_some_records_clipped_and_some_not():
+    module, (x, y) = mlp(), data()
+    norms, _ = brute_force(module, x, y, 1.0)
+    middle = float(norms.median())
+    for clip in (float(norms.min()) / 10, middle, float(norms.max()) * 10, 0.37):
+        expected_norms, expected = brute_force(module, x, y, clip)
+        with LinearGhostClipping(module, clip) as clipping:
+            got_norms = clipping.backward(x, losses_of(y))
+        torch.testing.assert_close(got_norms, expected_norms, rtol=1e-5, atol=1e-5)
+        params = [p for p in module.parameters() if p.requires_grad]
+        for param, want in zip(params, expected, strict=True):
+            torch.testing.assert_close(param.grad, want, rtol=1e-5, atol=1e-5)
+    clipped = int((norms > middle).sum())
+    assert 0 < clipped < len(x)  # the median clip norm clips some records and not others
+
+
+def test_frozen_parameters_keep_no_gradient_and_count_in_no_norm():
+    module, (x, y) = mlp(2), data(20, seed=3)
+    module[0].bias.requires_grad_(False)
+    module[2].weight.requires_grad_(False)
+    expected_norms, expected = brute_force(module, x, y, 0.5)
+    with LinearGhostClipping(module, 0.5) as clipping:
+        torch.testing.assert_close(clipping.backward(x, losses_of(y)), expected_norms)
+    assert module[0].bias.grad is None and module[2].weight.grad is None
+    params = [p for p in module.parameters() if p.requires_grad]
+    for param, want in zip(params, expected, strict=True):
+        torch.testing.assert_close(param.grad, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_empty_batch_gives_zero_gradients():
+    module = mlp()
+    x, y = data()
+    for param in module.parameters():
+        param.grad = torch.ones_like(param)  # replaced, not accumulated
+    with LinearGhostClipping(module, 1.0) as clipping:
+        norms = clipping.backward(x[:0], losses_of(y[:0]))
+    assert norms.shape == (0,)
+    assert all(not p.grad.any() for p in module.parameters())
+
+
+def test_the_hooks_leave_with_the_block():
+    module, (x, y) = mlp(), data()
+    with LinearGhostClipping(module, 1.0) as clipping:
+        clipping.backward(x, losses_of(y))
+    assert all(not layer._forward_hooks for layer in module)
+    with pytest.raises(InputError, match="closed"):
+        clipping.backward(x, losses_of(y))
+
+
+class Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(7, 7)
+
+    def forward(self, x):
+        return self.layer(torch.relu(self.layer(x)))
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        (nn.Sequential(nn.Linear(7, 4), nn.LayerNorm(4), nn.Linear(4, 3)), "LayerNorm"),
+        (nn.Sequential(nn.Linear(7, 7, bias=False), nn.Linear(7, 3)), None),
+        (nn.Sequential(nn.ReLU()), "no trainable parameters"),
+        (nn.Sequential(nn.Linear(7, 4), nn.BatchNorm1d(4, affine=False)), "mixes the records"),
+    ],
+)
+def test_networks_that_are_not_all_linear_are_refused(module, message):
+    if message is None:  # tie the first layer's weight to a second layer's
+        module = nn.Sequential(module[0], nn.ReLU(), nn.Linear(7, 7, bias=False))
+        module[2].weight = module[0].weight
+        message = "share a parameter"
+    with pytest.raises(InputError, match=message):
+        LinearGhostClipping(module, 1.0)
+
+
+def test_forwards_it_cannot_clip_exactly_are_refused():
+    x, y = data()
+    twice = LinearGhostClipping(Twice(), 1.0)
+    with pytest.raises(InputError, match="twice"):
+        twice.backward(x, losses_of(y))
+    inplace = nn.Sequential(nn.Linear(7, 4), nn.ReLU(inplace=True), nn.Linear(4, 3))
+    with pytest.raises(InputError, match="in-place"):
+        LinearGhostClipping(inplace, 1.0).backward(x, losses_of(y))
+    with LinearGhostClipping(mlp(), 1.0) as clipping:
+        with pytest.raises(InputError, match="2-d"):
+            clipping.backward(x.reshape(4, 8, 7), losses_of(y))
+        with pytest.raises(InputError, match="reduction='none'"):
+            clipping.backward(x, lambda logits: nn.functional.cross_entropy(logits, y))
+    with pytest.raises(InputError, match="max_grad_norm"):
+        LinearGhostClipping(mlp(), 0.0)
+
+
+@pytest.mark.parametrize("clipping", ["linear-ghost", "ghost"])
+def test_a_step_adds_noise_of_sigma_c_over_the_expected_batch(clipping):
+    """One SGD step (lr 1) on a batch of ~5: the update is the noise, std sigma C / 5.
+
+    The clipped sum's norm is at most 5 C against the noise's sigma C sqrt(6594) ~ 74 C.
+    """
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(100, 64), nn.ReLU(), nn.Linear(64, 2))
+    features, labels = torch.randn(1000, 100), torch.randint(0, 2, (1000,))
+    settings = DPSGDSettings(records=1000, batch_size=5, epochs=0.005, epsilon=1.0,
+                             delta=1e-5, max_grad_norm=0.5, accountant="rdp",
+                             clipping=clipping)  # fmt: skip
+    before = [p.detach().clone() for p in module.parameters()]
+    run = run_dpsgd(module, features, labels, settings,
+                    make_optimizer=lambda params: torch.optim.SGD(params, lr=1.0),
+                    generator=torch.Generator().manual_seed(4), seeded=True)  # fmt: skip
+    assert run.steps_taken == 1 and run.noise_multiplier > 0.5
+    update = torch.cat(
+        [(b - p.detach()).flatten() for b, p in zip(before, module.parameters(), strict=True)]
+    )
+    expected = run.noise_multiplier * 0.5 / 5
+    assert update.numel() == 6594
+    assert float(update.std()) == pytest.approx(expected, rel=0.05)
+    assert abs(float(update.mean())) < 5 * expected / math.sqrt(update.numel())
+
+
+def test_dp_sgd_refuses_a_network_it_cannot_clip_before_calibrating():
+    module = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    settings = DPSGDSettings(records=100, batch_size=10, epochs=1, epsilon=1.0, delta=1e-5,
+                             clipping="linear-ghost")  # fmt: skip
+    with pytest.raises(InputError, match="BatchNorm1d mixes the records"):
+        run_dpsgd(module, torch.zeros(100, 4), torch.zeros(100, dtype=torch.long), settings,
+                  make_optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+                  generator=torch.Generator(), seeded=True)  # fmt: skip
+
+
+def test_tabular_training_says_linear_ghost_and_seeds_reproduce():
+    import numpy as np
+
+    from safeshare.data import Domain, Table
+    from safeshare.train.tabular import train_tabular
+
+    x = np.random.default_rng(0).integers(0, 4, 1000)
+    table = Table({"x": x, "y": (x >= 2).astype(int)}, Domain.from_sizes({"x": 4, "y": 2}))
+    args = {"epsilon": 2.0, "epochs": 2, "batch_size": 100, "rng": 3, "accountant": "rdp"}
+    first, again = train_tabular(table, "y", **args), train_tabular(table, "y", **args)
+    assert (
+        first.card["privacy"]["clipping"]
+        == "per-sample, flat (linear-ghost, safeshare; noise by Opacus)"
+    )
+    assert first.card["privacy"]["steps"] == 20
+    for a, b in zip(first.module.parameters(), again.module.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert all(not layer._forward_hooks for layer in first.module)
