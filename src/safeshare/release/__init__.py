@@ -1,6 +1,24 @@
 """release/: the main job. One call turns a sensitive table into a safe artifact, a privacy
-card and a report; see :func:`safeshare.release.pipeline.release`."""
+card and a report; see :func:`safeshare.release.pipeline.release`.
 
-from safeshare.release.pipeline import METHODS, ReleaseResult, release
+The pipeline loads on first use, so ``safeshare.release.anonymize`` alone stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from safeshare.release.pipeline import METHODS, ReleaseResult, release
 
 __all__ = ["METHODS", "ReleaseResult", "release"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the pipeline's public names on first use."""
+    if name not in __all__:
+        raise AttributeError(f"module 'safeshare.release' has no attribute {name!r}")
+    value = getattr(importlib.import_module("safeshare.release.pipeline"), name)
+    globals()[name] = value
+    return value

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,9 @@ import pandas as pd
 from safeshare.data.table import Table
 from safeshare.errors import OutputExistsError
 from safeshare.report.card import write_card
-from safeshare.synth.base import Synthesizer
+
+if TYPE_CHECKING:
+    from safeshare.synth.base import Synthesizer
 
 CHUNK_ROWS = 1_000_000  # released records sampled, decoded and written at a time
 
