@@ -136,10 +136,10 @@ def _encode_categorical(values: pd.Series, column: Column) -> tuple[np.ndarray, 
     codes = text.map(lookup).to_numpy(dtype=float, na_value=np.nan, copy=True)
     unseen = np.isnan(codes) & ~missing
     if unseen.any():
-        numeric_lookup = _numeric_lookup(column.categories)
-        if numeric_lookup:
+        by_value = numeric_lookup(column.categories)
+        if by_value:
             as_numbers = pd.to_numeric(text[unseen], errors="coerce")
-            codes[unseen] = as_numbers.map(numeric_lookup).to_numpy(dtype=float, na_value=np.nan)
+            codes[unseen] = as_numbers.map(by_value).to_numpy(dtype=float, na_value=np.nan)
             unseen = np.isnan(codes) & ~missing
     n_other = int(unseen.sum())
     if n_other:
@@ -151,7 +151,7 @@ def _encode_categorical(values: pd.Series, column: Column) -> tuple[np.ndarray, 
     return result, ColumnEncoding(missing=int(missing.sum()), other=n_other)
 
 
-def _numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
+def numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
     """Maps numeric categories by value, so '32' matches '32.0' (empty if any is not a number)."""
     lookup: dict[float, int] = {}
     for code, category in enumerate(categories):

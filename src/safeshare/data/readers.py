@@ -142,7 +142,7 @@ def _read_csv(
         else:
             frame.columns = [f"column_{i + 1}" for i in range(frame.shape[1])]
     frame.columns = [str(c).strip() for c in frame.columns]
-    _check_columns(frame, path)
+    check_column_names([str(c) for c in frame.columns], str(path))
     _check_not_empty(frame, path)
     for name in frame.columns:
         frame[name] = _clean_text(frame[name].astype("string"), missing_values)
@@ -209,16 +209,14 @@ def _clean_text(values: pd.Series, missing_values: Sequence[str]) -> pd.Series:
     return stripped.mask(stripped.isin(list(missing_values)))
 
 
-def _check_columns(frame: pd.DataFrame, path: Path) -> None:
-    names = list(frame.columns)
-    if any(not n or n.startswith("Unnamed:") for n in names):
-        raise InputError(
-            f"{str(path)!r} has a column without a name; name every column in the header"
-        )
+def check_column_names(names: Sequence[str], where: str) -> None:
+    """Refuse unnamed and repeated column names (every reader and engine alike)."""
+    if any(not n or not n.strip() or n.startswith("Unnamed:") for n in names):
+        raise InputError(f"{where!r} has a column without a name; name every column in the header")
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise InputError(f"{str(path)!r} has two columns named {name!r}; rename one")
+            raise InputError(f"{where!r} has two columns named {name!r}; rename one")
         seen.add(name)
 
 

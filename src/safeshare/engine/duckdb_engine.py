@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from safeshare.data.domain import Domain
 from safeshare.data.table import CodedTable, Table
+from safeshare.engine.sql_table import SqlTable
 from safeshare.errors import InputError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -52,79 +52,17 @@ def require_duckdb() -> Any:
     return duckdb
 
 
-class DuckDBTable:
-    """Integer codes stored in a DuckDB table: each column a SQL expression over the stored codes.
+class DuckDBTable(SqlTable["DuckDBEngine"]):
+    """Integer codes stored in a DuckDB table (see :class:`~safeshare.engine.sql_table.SqlTable`)."""
 
-    Satisfies :class:`~safeshare.data.table.CodedTable`; :meth:`recode` returns a new
-    view (no data is copied), :meth:`fetch` brings the rows into memory as a Table.
-    """
-
-    def __init__(
-        self,
-        engine: DuckDBEngine,
-        relation: str,
-        domain: Domain,
-        expressions: Mapping[str, str],
-        where: str,
-        n_rows: int,
-    ) -> None:
-        self.engine = engine
-        self._relation = relation
-        self._domain = domain
-        self._expressions = dict(expressions)
-        self._where = where
-        self._n_rows = n_rows
-
-    @property
-    def domain(self) -> Domain:
-        return self._domain
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return self._domain.names
-
-    def __len__(self) -> int:
-        return self._n_rows
-
-    def __repr__(self) -> str:
-        return f"DuckDBTable({self._n_rows} rows, columns={list(self.columns)})"
-
-    def expression(self, name: str) -> str:
-        """The SQL expression of one column's codes."""
-        self._domain[name]
-        return self._expressions[name]
-
-    def recode(self, forward: Mapping[str, np.ndarray], domain: Domain) -> DuckDBTable:
-        """Each column's codes mapped through ``forward[name]``, as a SQL list lookup."""
-        expressions = {}
-        for name in domain.names:
-            mapping = ", ".join(str(int(v)) for v in np.asarray(forward[name]))
-            expressions[name] = f"([{mapping}])[({self._expressions[name]}) + 1]"
-        return DuckDBTable(
-            self.engine, self._relation, domain, expressions, self._where, self._n_rows
-        )
-
-    def where(self, condition: str, n_rows: int) -> DuckDBTable:
-        """The rows meeting a further SQL condition (``n_rows`` of them, as counted by the caller)."""
-        return DuckDBTable(
-            self.engine,
-            self._relation,
-            self._domain,
-            self._expressions,
-            f"({self._where}) AND ({condition})",
-            n_rows,
-        )
-
-    def select(self, expressions: Sequence[str], suffix: str = "") -> str:
-        """A SELECT of ``expressions`` over this table's rows."""
-        return f"SELECT {', '.join(expressions)} FROM {self._relation} WHERE {self._where} {suffix}"
+    def lookup(self, mapping: str, code: str) -> str:
+        return f"([{mapping}])[({code}) + 1]"
 
     def fetch(self, order_by: str = "__row") -> Table:
-        """All rows into memory as a Table, in ``order_by`` order (file order by default)."""
         names = list(self.columns)
-        exprs = [f"{self._expressions[n]} AS c{i}" for i, n in enumerate(names)]
+        exprs = [f"{self.expression(n)} AS c{i}" for i, n in enumerate(names)]
         result = self.engine.query(self.select(exprs, f"ORDER BY {order_by}")).fetchnumpy()
-        return Table({n: np.asarray(result[f"c{i}"]) for i, n in enumerate(names)}, self._domain)
+        return Table({n: np.asarray(result[f"c{i}"]) for i, n in enumerate(names)}, self.domain)
 
 
 class DuckDBEngine:

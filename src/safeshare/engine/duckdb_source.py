@@ -33,14 +33,10 @@ import numpy as np
 import pandas as pd
 
 from safeshare.data.codec import (
-    ColumnEncoding,
     EncodeReport,
-    missing_refused,
-    not_parsed,
-    other_refused,
 )
 from safeshare.data.domain import Domain
-from safeshare.data.readers import MISSING_TOKENS, sniff_csv
+from safeshare.data.readers import MISSING_TOKENS, check_column_names, sniff_csv
 from safeshare.data.row_order import MAX_ROWS, RowOrder
 from safeshare.engine.duckdb_engine import DuckDBEngine, DuckDBTable, require_duckdb
 from safeshare.engine.sql_codec import (
@@ -51,6 +47,7 @@ from safeshare.engine.sql_codec import (
     RawColumn,
     clipped_sql,
     code_sql,
+    profile_report,
     quote_text,
     text_sql,
 )
@@ -130,7 +127,7 @@ class DuckDBSource:
             final = [str(n) for n in names]
         else:
             final = [f"column_{i + 1}" for i in range(len(found))]
-        _check_columns(final, path)
+        check_column_names(final, str(path))
         raw = tuple(RawColumn(n, r.type) for n, r in zip(final, found, strict=True))
         numbered = engine.fresh_name("rows")
         columns = ", ".join(f"{r.ident} AS {n.ident}" for r, n in zip(found, raw, strict=True))
@@ -226,22 +223,7 @@ class DuckDBSource:
         def count(key: str) -> int:
             return int(np.asarray(result[key])[0]) if key in result else 0
 
-        columns: dict[str, ColumnEncoding] = {}
-        for i, column in enumerate(domain):
-            # the order in which the in-memory codec meets them
-            if count(f"refused_other_{i}"):
-                raise other_refused(column.name, count(f"refused_other_{i}"))
-            if count(f"not_parsed_{i}"):
-                raise not_parsed(column.name, column.kind, count(f"not_parsed_{i}"))
-            if count(f"refused_missing_{i}"):
-                raise missing_refused(column.name, count(f"refused_missing_{i}"))
-            columns[column.name] = ColumnEncoding(
-                missing=count(f"missing_{i}"),
-                other=count(f"other_{i}"),
-                clipped_low=count(f"low_{i}"),
-                clipped_high=count(f"high_{i}"),
-            )
-        return EncodeReport(columns)
+        return profile_report(domain, count)
 
 
 def _or_minus(code: int | None) -> int:
@@ -297,18 +279,6 @@ def _csv_reader(path: Path, delimiter: str, header: bool) -> str:
         "strict_mode=true",
     ]
     return f"read_csv({quote_text(str(path))}, {', '.join(options)})"
-
-
-def _check_columns(names: list[str], path: Path) -> None:
-    if any(not n.strip() for n in names):
-        raise InputError(
-            f"{str(path)!r} has a column without a name; name every column in the header"
-        )
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise InputError(f"{str(path)!r} has two columns named {name!r}; rename one")
-        seen.add(name)
 
 
 def _run(engine: DuckDBEngine, sql: str, where: str) -> Any:

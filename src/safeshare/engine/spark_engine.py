@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from safeshare.data.domain import Domain
 from safeshare.data.table import CodedTable, Table
 from safeshare.engine.spark_session import (
     SparkJobError,
@@ -43,6 +42,7 @@ from safeshare.engine.spark_session import (
     spark_failure,
     start_session,
 )
+from safeshare.engine.sql_table import SqlTable
 from safeshare.errors import InputError
 
 if TYPE_CHECKING:
@@ -54,83 +54,21 @@ _MAX_DENSE_CELLS = 1 << 26
 T = TypeVar("T")
 
 
-class SparkTable:
-    """Integer codes in a cached Spark table: each column a Spark SQL expression over the codes.
+class SparkTable(SqlTable["SparkEngine"]):
+    """Integer codes in a cached Spark table (see :class:`~safeshare.engine.sql_table.SqlTable`)."""
 
-    Satisfies :class:`~safeshare.data.table.CodedTable`; :meth:`recode` returns a new
-    view (no data is copied), :meth:`fetch` brings the rows into memory as a Table.
-    """
-
-    def __init__(
-        self,
-        engine: SparkEngine,
-        relation: str,
-        domain: Domain,
-        expressions: Mapping[str, str],
-        where: str,
-        n_rows: int,
-    ) -> None:
-        self.engine = engine
-        self._relation = relation
-        self._domain = domain
-        self._expressions = dict(expressions)
-        self._where = where
-        self._n_rows = n_rows
-
-    @property
-    def domain(self) -> Domain:
-        return self._domain
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return self._domain.names
-
-    def __len__(self) -> int:
-        return self._n_rows
-
-    def __repr__(self) -> str:
-        return f"SparkTable({self._n_rows} rows, columns={list(self.columns)})"
-
-    def expression(self, name: str) -> str:
-        """The Spark SQL expression of one column's codes."""
-        self._domain[name]
-        return self._expressions[name]
-
-    def recode(self, forward: Mapping[str, np.ndarray], domain: Domain) -> SparkTable:
-        """Each column's codes mapped through ``forward[name]``, as an array lookup."""
-        expressions = {}
-        for name in domain.names:
-            mapping = ", ".join(str(int(v)) for v in np.asarray(forward[name]))
-            expressions[name] = f"element_at(array({mapping}), ({self._expressions[name]}) + 1)"
-        return SparkTable(
-            self.engine, self._relation, domain, expressions, self._where, self._n_rows
-        )
-
-    def where(self, condition: str, n_rows: int) -> SparkTable:
-        """The rows meeting a further condition (``n_rows`` of them, as counted by the caller)."""
-        return SparkTable(
-            self.engine,
-            self._relation,
-            self._domain,
-            self._expressions,
-            f"({self._where}) AND ({condition})",
-            n_rows,
-        )
-
-    def select(self, expressions: Sequence[str], suffix: str = "") -> str:
-        """A SELECT of ``expressions`` over this table's rows."""
-        return f"SELECT {', '.join(expressions)} FROM {self._relation} WHERE {self._where} {suffix}"
+    def lookup(self, mapping: str, code: str) -> str:
+        return f"element_at(array({mapping}), ({code}) + 1)"
 
     def fetch(self, order_by: str = "__row") -> Table:
-        """All rows into memory as a Table, in ``order_by`` order (file order by default)."""
         names = list(self.columns)
-        exprs = [f"{self._expressions[n]} AS c{i}" for i, n in enumerate(names)]
+        exprs = [f"{self.expression(n)} AS c{i}" for i, n in enumerate(names)]
         if not exprs:
-            return Table({}, self._domain)
+            return Table({}, self.domain)
         result = self.engine.collect(
             self.select(exprs, f"ORDER BY {order_by}"), "fetching coded rows"
         )
-        return Table({n: _ints(result, f"c{i}") for i, n in enumerate(names)}, self._domain)
+        return Table({n: _ints(result, f"c{i}") for i, n in enumerate(names)}, self.domain)
 
 
 class SparkEngine:

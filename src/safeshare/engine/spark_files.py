@@ -336,14 +336,3 @@ def number_rows(
         )
     numbered = engine.sql(statement, "numbering rows", reading=where, hint=hint)
     return engine.register(numbered, "rows"), n_rows, len(splits)
-
-
-def check_columns(names: list[str], where: str) -> None:
-    """Refuse unnamed and repeated column names (as ``read_frame`` does)."""
-    if any(not n.strip() for n in names):
-        raise InputError(f"{where!r} has a column without a name; name every column in the header")
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise InputError(f"{where!r} has two columns named {name!r}; rename one")
-        seen.add(name)

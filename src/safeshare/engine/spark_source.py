@@ -21,14 +21,10 @@ import numpy as np
 import pandas as pd
 
 from safeshare.data.codec import (
-    ColumnEncoding,
     EncodeReport,
-    missing_refused,
-    not_parsed,
-    other_refused,
 )
 from safeshare.data.domain import Domain
-from safeshare.data.readers import MISSING_TOKENS
+from safeshare.data.readers import MISSING_TOKENS, check_column_names
 from safeshare.data.row_order import PRIME, RowOrder
 from safeshare.engine.spark_engine import SparkEngine, SparkTable
 from safeshare.engine.spark_files import (
@@ -36,7 +32,6 @@ from safeshare.engine.spark_files import (
     CSV_HINT,
     PARQUET_HINT,
     Location,
-    check_columns,
     number_rows,
     parquet_files,
     read_csv,
@@ -52,6 +47,7 @@ from safeshare.engine.sql_codec import (
     RawColumn,
     clipped_sql,
     code_sql,
+    profile_report,
     text_sql,
 )
 from safeshare.errors import EncodingError, InputError, InputFileNotFoundError
@@ -139,7 +135,7 @@ class SparkSource:
             final = [str(n) for n in names]
         else:
             final = [f"column_{i + 1}" for i in range(len(found))]
-        check_columns(final, where)
+        check_column_names(final, where)
         raw = tuple(
             RawColumn(n, str(f.dataType.simpleString()), SPARK)
             for n, f in zip(final, fields, strict=True)
@@ -289,22 +285,7 @@ class SparkSource:
 
         if count("rows_lost") or count("rows_seen") != self._n_rows:
             raise _moved(str(self.path))
-        columns: dict[str, ColumnEncoding] = {}
-        for i, column in enumerate(domain):
-            # in the in-memory codec's order: values it cannot hold first, then missing ones
-            if count(f"refused_other_{i}"):
-                raise other_refused(column.name, count(f"refused_other_{i}"))
-            if count(f"not_parsed_{i}"):
-                raise not_parsed(column.name, column.kind, count(f"not_parsed_{i}"))
-            if count(f"refused_missing_{i}"):
-                raise missing_refused(column.name, count(f"refused_missing_{i}"))
-            columns[column.name] = ColumnEncoding(
-                missing=count(f"missing_{i}"),
-                other=count(f"other_{i}"),
-                clipped_low=count(f"low_{i}"),
-                clipped_high=count(f"high_{i}"),
-            )
-        return EncodeReport(columns), count("rows_held")
+        return profile_report(domain, count), count("rows_held")
 
 
 def _moved(where: str) -> InputError:

@@ -29,10 +29,18 @@ ELSE CAST(x0 >= CAST('50.0' AS DOUBLE) AS INTEGER) END
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from safeshare.data.domain import Column, Kind
+from safeshare.data.codec import (
+    ColumnEncoding,
+    EncodeReport,
+    missing_refused,
+    not_parsed,
+    numeric_lookup,
+    other_refused,
+)
+from safeshare.data.domain import Column, Domain, Kind
 from safeshare.errors import InputError
 
 # sentinel codes for values the domain cannot hold (counted, then refused)
@@ -235,7 +243,7 @@ def _categorical_sql(column: Column, text: str, missing: int, dialect: Dialect) 
     if not column.categories:
         return f"CASE WHEN {text} IS NULL THEN {missing} ELSE {other} END"
     exact = " ".join(f"WHEN {dialect.text(c)} THEN {i}" for i, c in enumerate(column.categories))
-    numeric = _numeric_categories(column.categories)
+    numeric = {v: i for v, i in numeric_lookup(column.categories).items() if not math.isnan(v)}
     fallback = str(other)
     if numeric:
         by_value = " ".join(f"WHEN {double(v)} THEN {i}" for v, i in numeric.items())
@@ -246,20 +254,31 @@ def _categorical_sql(column: Column, text: str, missing: int, dialect: Dialect) 
     )
 
 
-def _numeric_categories(categories: Sequence[str]) -> dict[float, int]:
-    """Category codes by numeric value when every category is a number (else empty), first wins."""
-    lookup: dict[float, int] = {}
-    for code, category in enumerate(categories):
-        try:
-            number = float(category)
-        except ValueError:
-            return {}
-        if not math.isnan(number):  # NaN equals nothing
-            lookup.setdefault(number, code)
-    return lookup
-
-
 def clipped_sql(column: Column, value: str) -> tuple[str, str]:
     """Conditions true where a value falls below / above the column's bounds (numeric columns)."""
     low, high = column.bounds
     return f"({value} < {double(low)})", f"({value} > {double(high)})"
+
+
+def profile_report(domain: Domain, count: Callable[[str], int]) -> EncodeReport:
+    """Refuse what the domain cannot hold, in the in-memory codec's order; else the report.
+
+    ``count(key)`` reads a profile query's result, whose columns are named per column ``i``:
+    ``refused_other_i``, ``not_parsed_i``, ``refused_missing_i`` (sentinel counts, all rows)
+    and ``missing_i``, ``other_i``, ``low_i``, ``high_i`` (training rows).
+    """
+    columns: dict[str, ColumnEncoding] = {}
+    for i, column in enumerate(domain):
+        if count(f"refused_other_{i}"):
+            raise other_refused(column.name, count(f"refused_other_{i}"))
+        if count(f"not_parsed_{i}"):
+            raise not_parsed(column.name, column.kind, count(f"not_parsed_{i}"))
+        if count(f"refused_missing_{i}"):
+            raise missing_refused(column.name, count(f"refused_missing_{i}"))
+        columns[column.name] = ColumnEncoding(
+            missing=count(f"missing_{i}"),
+            other=count(f"other_{i}"),
+            clipped_low=count(f"low_{i}"),
+            clipped_high=count(f"high_{i}"),
+        )
+    return EncodeReport(columns)
