@@ -133,3 +133,24 @@ def test_spark_releases_the_same_records(tmp_path, fair_csv):
         k: v for k, v in spark.items() if k not in DIFFERENT
     }
     assert spark["engine"] == {"name": "spark", "master": "local[2]"}
+
+
+def test_parquet_output_holds_the_csv_records(tmp_path, fair_csv, monkeypatch):
+    """--output-format parquet streams the same records, typed, in chunks."""
+    monkeypatch.setattr(output, "CHUNK_ROWS", 1500)
+    release_with("numpy", fair_csv, tmp_path / "numpy", rows=4000)
+    card = release_with("duckdb", fair_csv, tmp_path / "duckdb", rows=4000, output_format="parquet")
+    assert card["synthetic_file"] == "synthetic.parquet"
+    assert sorted(p.name for p in (tmp_path / "duckdb").iterdir()) == [
+        "card.json",
+        "report.html",
+        "synthetic.parquet",
+    ]
+    as_csv = pd.read_csv(tmp_path / "numpy" / "synthetic.csv")
+    as_parquet = pd.read_parquet(tmp_path / "duckdb" / "synthetic.parquet")
+    assert list(as_parquet.columns) == list(as_csv.columns)
+    pd.testing.assert_frame_equal(
+        as_parquet.astype(str), as_csv.astype(as_parquet.dtypes.to_dict()).astype(str)
+    )
+    with pytest.raises(InputError, match="unknown output format 'xlsx'"):
+        release(fair_csv, out=tmp_path / "x", output_format="xlsx")

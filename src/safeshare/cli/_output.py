@@ -41,7 +41,8 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
     top = list(headline)[-1]
     risk = card["metrics"]["risk"]
     table = RichTable(show_header=False, box=None, pad_edge=False)
-    table.add_row("written", f"{out}/synthetic.csv, card.json, report.html")
+    synthetic = card.get("synthetic_file", "synthetic.csv")
+    table.add_row("written", f"{out}/{synthetic}, card.json, report.html")
     table.add_row("guarantee", card["guarantee"])
     table.add_row("noise", "secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]")
     table.add_row("domain", card["domain_source"])

@@ -63,6 +63,9 @@ def release_command(
         "cluster; DATA may be a URI) or auto (duckdb above 1 GiB when installed). "
         "The release is the same.",
     ),
+    output_format: str = typer.Option(
+        "csv", help="csv or parquet (streamed in chunks: the better choice for large releases)."
+    ),
     spark_master: str | None = typer.Option(
         None, help="spark: the master URL (default: what spark-submit gives, else local[2])."
     ),
@@ -102,6 +105,7 @@ def release_command(
             engine=engine,
             memory_limit=memory_limit,
             spark_master=spark_master,
+            output_format=output_format,
         )
     if quiet:
         return

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from safeshare.data.domain import Column, Domain, Kind
 from safeshare.data.table import Table
-from safeshare.errors import OutputExistsError
+from safeshare.errors import InputError, OutputExistsError
 from safeshare.report.card import write_card
 
 if TYPE_CHECKING:
@@ -83,30 +84,85 @@ class SampledRelease:
             self.content.unlink(missing_ok=True)
 
 
+OUTPUT_FORMATS = ("csv", "parquet")
+
+
 def sample_release(
-    synthesizer: Synthesizer, rows: int, rng: np.random.Generator, workdir: Path
+    synthesizer: Synthesizer,
+    rows: int,
+    rng: np.random.Generator,
+    workdir: Path,
+    output_format: str = "csv",
 ) -> SampledRelease:
-    """Sample and decode ``rows`` records; beyond :data:`CHUNK_ROWS` they stream to a file.
+    """Sample and decode ``rows`` records; beyond :data:`CHUNK_ROWS` (or as Parquet) they stream
+    to a file, one chunk at a time.
 
     Each chunk is an independent draw from the fitted model, so a release of any size
     needs memory for one chunk only.
     """
-    if rows <= CHUNK_ROWS:
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(
+            f"unknown output format {output_format!r}; choose one of {list(OUTPUT_FORMATS)}"
+        )
+    if rows <= CHUNK_ROWS and output_format == "csv":
         table = synthesizer.sample(rows)
         frame = table.decode(rng)
         return SampledRelease(table, frame, frame)
     workdir.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=".synthetic-", suffix=".csv", dir=workdir)
+    handle, name = tempfile.mkstemp(prefix=".synthetic-", suffix=f".{output_format}", dir=workdir)
+    os.close(handle)
     path = Path(name)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            first = synthesizer.sample(CHUNK_ROWS)
+        with _ChunkWriter(path, output_format) as writer:
+            first = synthesizer.sample(min(CHUNK_ROWS, rows))
             first_frame = first.decode(rng)
-            first_frame.to_csv(stream, index=False)
+            writer.write(first_frame, first.domain)
             for start in range(CHUNK_ROWS, rows, CHUNK_ROWS):
                 chunk = synthesizer.sample(min(CHUNK_ROWS, rows - start))
-                chunk.decode(rng).to_csv(stream, header=False, index=False)
+                writer.write(chunk.decode(rng), chunk.domain)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
     return SampledRelease(first, first_frame, path)
+
+
+class _ChunkWriter:
+    """Appends decoded chunks to one CSV or Parquet file (Parquet typed from the Domain)."""
+
+    def __init__(self, path: Path, output_format: str) -> None:
+        self._path = path
+        self._format = output_format
+        self._parquet: Any = None
+        self._schema: Any = None
+        self._wrote = False
+
+    def __enter__(self) -> _ChunkWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+
+    def write(self, frame: pd.DataFrame, domain: Domain) -> None:
+        if self._format == "csv":
+            with self._path.open("a", encoding="utf-8", newline="") as stream:
+                frame.to_csv(stream, header=not self._wrote, index=False)
+            self._wrote = True
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._schema is None:
+            self._schema = pa.schema([(c.name, _arrow_type(c)) for c in domain])
+            self._parquet = pq.ParquetWriter(str(self._path), self._schema)
+        batch = pa.Table.from_pandas(frame, schema=self._schema, preserve_index=False)
+        self._parquet.write_table(batch)
+
+
+def _arrow_type(column: Column) -> Any:
+    """The Parquet type of a decoded column: text for categories and dates, else numbers."""
+    import pyarrow as pa
+
+    if column.is_categorical or column.kind is Kind.DATETIME:
+        return pa.string()
+    return pa.int64() if column.integer else pa.float64()

@@ -54,7 +54,12 @@ from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
-from safeshare.release.output import check_output, sample_release, write_release
+from safeshare.release.output import (
+    OUTPUT_FORMATS,
+    check_output,
+    sample_release,
+    write_release,
+)
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
@@ -99,6 +104,7 @@ def release(
     engine: str = "auto",
     memory_limit: str | None = None,
     spark_master: str | None = None,
+    output_format: str = "csv",
 ) -> ReleaseResult | AnonymizedRelease:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
@@ -109,7 +115,8 @@ def release(
     (no DP: the budget, schema and ledger arguments do not apply).  ``engine`` picks who
     counts: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at most
     ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, or what ``spark-submit``
-    gives), ``auto`` by the input's size; the release is the same.
+    gives), ``auto`` by the input's size; the release is the same.  ``output_format`` writes
+    the records as ``synthetic.csv`` or ``synthetic.parquet`` (streamed, for large releases).
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
@@ -133,6 +140,10 @@ def release(
     budget = PrivacyBudget(epsilon, delta)
     out = Path(out)
     check_output(out, force)
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(
+            f"unknown output format {output_format!r}; choose one of {list(OUTPUT_FORMATS)}"
+        )
     if rows is not None and rows < 1:
         raise InputError(f"rows must be at least 1, got {rows}")
     schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
@@ -160,6 +171,7 @@ def release(
             total_budget=total_budget,
             force=force,
             report=report,
+            output_format=output_format,
             synthesizer_options={
                 "workload": workload,
                 "max_model_size": max_model_size,
@@ -183,6 +195,7 @@ def _release_input(
     total_budget: PrivacyBudget | None,
     force: bool,
     report: Progress,
+    output_format: str,
     synthesizer_options: dict[str, Any],
 ) -> ReleaseResult:
     """The release of one opened input (see :func:`release`)."""
@@ -236,7 +249,7 @@ def _release_input(
     report("synthesizing", 0.2)
     synthesizer.fit(parts.train)
     rows_out = synthesizer.default_rows() if rows is None else rows
-    sampled = sample_release(synthesizer, rows_out, rng, out.parent)
+    sampled = sample_release(synthesizer, rows_out, rng, out.parent, output_format)
     synthetic = sampled.first
     if len(synthetic) > EVALUATION_ROWS:
         synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
@@ -273,12 +286,13 @@ def _release_input(
     if assessment is not None:
         card["metrics"]["evaluation"] = assessment.to_dict()
     card["engine"] = data.describe()
+    card["synthetic_file"] = f"synthetic.{output_format}"
     card = card_module.as_json(card)
     html = render_report(card, train=train, synthetic=synthetic, risk=risk, assessment=assessment)
     try:
         write_release(
             out,
-            {"synthetic.csv": sampled.content, "card.json": card, "report.html": html},
+            {card["synthetic_file"]: sampled.content, "card.json": card, "report.html": html},
             force,
         )
     finally:
