@@ -154,3 +154,18 @@ def test_parquet_output_holds_the_csv_records(tmp_path, fair_csv, monkeypatch):
     )
     with pytest.raises(InputError, match="unknown output format 'xlsx'"):
         release(fair_csv, out=tmp_path / "x", output_format="xlsx")
+
+
+def test_a_failed_run_leaves_no_streamed_file(tmp_path, fair_csv, monkeypatch):
+    from safeshare.release import pipeline
+
+    monkeypatch.setattr(output, "CHUNK_ROWS", 1500)
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("report could not be drawn")
+
+    monkeypatch.setattr(pipeline, "render_report", broken)
+    with pytest.raises(RuntimeError, match="report could not be drawn"):
+        release_with("duckdb", fair_csv, tmp_path / "out", rows=4000)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -250,46 +250,48 @@ def _release_input(
     synthesizer.fit(parts.train)
     rows_out = synthesizer.default_rows() if rows is None else rows
     sampled = sample_release(synthesizer, rows_out, rng, out.parent, output_format)
-    synthetic = sampled.first
-    if len(synthetic) > EVALUATION_ROWS:
-        synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
-    accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
-    epsilon_spent = accountant.check_within(budget)
+    try:  # a streamed file never outlives a failed run
+        synthetic = sampled.first
+        if len(synthetic) > EVALUATION_ROWS:
+            synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
+        accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
+        epsilon_spent = accountant.check_within(budget)
 
-    report("evaluating", 0.8)
-    utility, risk = evaluate_release(synthetic, train, holdout, rng)
-    assessment = _attack(synthetic, train, holdout, rng)
-    card = card_module.build_card(
-        method=method,
-        budget=budget,
-        epsilon_spent=epsilon_spent,
-        accountant=accountant,
-        secure_noise=rand.secure,
-        decisions=decisions,
-        domain=domain,
-        name=data.name,
-        fingerprint=data.fingerprint,
-        rows_in=len(data),
-        rows_train=n_train,
-        rows_holdout=n_holdout,
-        rows_out=rows_out,
-        holdout_fraction=holdout_fraction,
-        utility=utility,
-        risk=risk,
-        ledger=ledger_summary(ledger, status),
-        notes=notes + parts.notes + synthesizer.describe().get("notes", []),
-        model=synthesizer.describe(),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        version=__version__,
-    )
-    report("writing", 0.9)
-    if assessment is not None:
-        card["metrics"]["evaluation"] = assessment.to_dict()
-    card["engine"] = data.describe()
-    card["synthetic_file"] = f"synthetic.{output_format}"
-    card = card_module.as_json(card)
-    html = render_report(card, train=train, synthetic=synthetic, risk=risk, assessment=assessment)
-    try:
+        report("evaluating", 0.8)
+        utility, risk = evaluate_release(synthetic, train, holdout, rng)
+        assessment = _attack(synthetic, train, holdout, rng)
+        card = card_module.build_card(
+            method=method,
+            budget=budget,
+            epsilon_spent=epsilon_spent,
+            accountant=accountant,
+            secure_noise=rand.secure,
+            decisions=decisions,
+            domain=domain,
+            name=data.name,
+            fingerprint=data.fingerprint,
+            rows_in=len(data),
+            rows_train=n_train,
+            rows_holdout=n_holdout,
+            rows_out=rows_out,
+            holdout_fraction=holdout_fraction,
+            utility=utility,
+            risk=risk,
+            ledger=ledger_summary(ledger, status),
+            notes=notes + parts.notes + synthesizer.describe().get("notes", []),
+            model=synthesizer.describe(),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            version=__version__,
+        )
+        report("writing", 0.9)
+        if assessment is not None:
+            card["metrics"]["evaluation"] = assessment.to_dict()
+        card["engine"] = data.describe()
+        card["synthetic_file"] = f"synthetic.{output_format}"
+        card = card_module.as_json(card)
+        html = render_report(
+            card, train=train, synthetic=synthetic, risk=risk, assessment=assessment
+        )
         write_release(
             out,
             {card["synthetic_file"]: sampled.content, "card.json": card, "report.html": html},
