@@ -62,22 +62,40 @@ def limits_for(
     return Limits(dim, tokens, max_texts, model.fingerprint, max_body_bytes)
 
 
+_DRAIN_BYTES = 16 << 20  # of a refused body, read and dropped so the client can read the 413
+
+
 async def _read_body(request: Any, limit: int) -> bytes:
-    """The body, refused with 413 as soon as it (declared or streamed) exceeds ``limit``."""
+    """The body, refused with 413 as soon as it (declared or streamed) exceeds ``limit``.
+
+    The rest of a refused body is read and dropped (up to 16 MiB, never kept), so a client
+    still sending gets the answer instead of a reset connection.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
             raise PayloadError(400, "Content-Length must be a non-negative integer")
         if int(declared) > limit:
+            await _drain(request.stream(), 0)
             raise PayloadError(413, f"body of {declared} bytes exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    stream = request.stream()
+    async for chunk in stream:
         size += len(chunk)
         if size > limit:
+            await _drain(stream, size)
             raise PayloadError(413, f"body exceeds {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _drain(stream: Any, seen: int) -> None:
+    """Read and drop what is left of a refused body, up to :data:`_DRAIN_BYTES` in all."""
+    async for chunk in stream:
+        seen += len(chunk)
+        if seen > _DRAIN_BYTES:
+            return
 
 
 def create_app(
