@@ -64,17 +64,22 @@ class EncodeReport:
 
 def encode_frame(frame: pd.DataFrame, domain: Domain) -> tuple[Table, EncodeReport]:
     """Encode every column of ``domain`` from ``frame`` (extra frame columns are ignored)."""
-    absent = [n for n in domain.names if n not in frame.columns]
-    if absent:
-        raise EncodingError(
-            f"columns {absent} are declared but absent from the data; "
-            "remove them from the schema or check the file's header"
-        )
+    check_present(domain, frame.columns)
     codes: dict[str, np.ndarray] = {}
     report: dict[str, ColumnEncoding] = {}
     for column in domain:
         codes[column.name], report[column.name] = _encode_column(frame[column.name], column)
     return Table(codes, domain), EncodeReport(report)
+
+
+def check_present(domain: Domain, names: Collection[str]) -> None:
+    """Refuse a domain that declares columns the data does not have."""
+    absent = [n for n in domain.names if n not in names]
+    if absent:
+        raise EncodingError(
+            f"columns {absent} are declared but absent from the data; "
+            "remove them from the schema or check the file's header"
+        )
 
 
 def _encode_column(values: pd.Series, column: Column) -> tuple[np.ndarray, ColumnEncoding]:

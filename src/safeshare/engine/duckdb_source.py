@@ -43,15 +43,15 @@ from safeshare.engine.sql_codec import (
     MISSING_REFUSED,
     NOT_PARSED,
     OTHER_REFUSED,
-    Prepared,
     RawColumn,
     clipped_sql,
     code_sql,
+    prepare,
     profile_report,
     quote_text,
     text_sql,
 )
-from safeshare.errors import EncodingError, InputError, InputFileNotFoundError
+from safeshare.errors import InputError, InputFileNotFoundError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -167,15 +167,7 @@ class DuckDBSource:
 
     def encode(self, domain: Domain, holdout: str) -> Encoded:
         """Codes of every column of ``domain`` stored in DuckDB; ``holdout`` is a condition on ``__row``."""
-        by_name = {r.name: r for r in self.raw}
-        absent = [n for n in domain.names if n not in by_name]
-        if absent:
-            raise EncodingError(
-                f"columns {absent} are declared but absent from the data; "
-                "remove them from the schema or check the file's header"
-            )
-        prepared = [Prepared.of(c, by_name[c.name], self.missing_values) for c in domain]
-        inner = ", ".join(p for i, prep in enumerate(prepared) for p in prep.aliased(i))
+        prepared, inner = prepare(domain, self.raw, self.missing_values)
         rows = f"(SELECT __row, CAST({holdout} AS BOOLEAN) AS __holdout, {inner} FROM {self.view})"
         codes = {
             c.name: code_sql(c, f"t{i}", None if p.value is None else f"x{i}")

@@ -43,10 +43,10 @@ from safeshare.engine.sql_codec import (
     NOT_PARSED,
     OTHER_REFUSED,
     SPARK,
-    Prepared,
     RawColumn,
     clipped_sql,
     code_sql,
+    prepare,
     profile_report,
     text_sql,
 )
@@ -201,15 +201,7 @@ class SparkSource:
         value) and the clipping flags are cached, and one aggregation over the cache
         refuses what the domain cannot hold and counts what was folded or clipped.
         """
-        by_name = {r.name: r for r in self.raw}
-        absent = [n for n in domain.names if n not in by_name]
-        if absent:
-            raise EncodingError(
-                f"columns {absent} are declared but absent from the data; "
-                "remove them from the schema or check the file's header"
-            )
-        prepared = [Prepared.of(c, by_name[c.name], self.missing_values) for c in domain]
-        inner = ", ".join(p for i, prep in enumerate(prepared) for p in prep.aliased(i))
+        prepared, inner = prepare(domain, self.raw, self.missing_values)
         rows = (
             f"(SELECT __row, CAST({holdout} AS BOOLEAN) AS __holdout"
             f"{', ' if inner else ''}{inner} FROM {self.view}) AS r"

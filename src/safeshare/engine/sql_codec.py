@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from safeshare.data.codec import (
     ColumnEncoding,
     EncodeReport,
+    check_present,
     missing_refused,
     not_parsed,
     numeric_lookup,
@@ -220,6 +221,16 @@ class Prepared:
         """``expr AS t{i}`` (and ``x{i}``) for the inner SELECT."""
         parts = [f"{self.text} AS t{i}"]
         return parts if self.value is None else [*parts, f"{self.value} AS x{i}"]
+
+
+def prepare(
+    domain: Domain, raw: Sequence[RawColumn], missing_tokens: Sequence[str]
+) -> tuple[list[Prepared], str]:
+    """Each domain column's prepared expressions, and their aliased list for an inner SELECT."""
+    by_name = {r.name: r for r in raw}
+    check_present(domain, by_name)
+    prepared = [Prepared.of(c, by_name[c.name], missing_tokens) for c in domain]
+    return prepared, ", ".join(p for i, prep in enumerate(prepared) for p in prep.aliased(i))
 
 
 def code_sql(column: Column, text: str, value: str | None = None, dialect: Dialect = DUCKDB) -> str:
