@@ -21,6 +21,7 @@ import numpy as np
 from safeshare.data.domain import Domain
 from safeshare.data.table import CodedTable, Table
 from safeshare.synth.marginals.estimation import Measurement
+from safeshare.synth.marginals.sampling import similarity_rank, spread_slots
 
 _KEEP_SIGMAS = 3.0
 
@@ -83,11 +84,31 @@ class Compression:
     def invert_table(
         self, codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Generator
     ) -> Table:
-        """A table on the original ``domain`` from compressed codes (see :meth:`invert`)."""
-        return Table({c: self.invert(c, codes[c], rng) for c in domain.names}, domain)
+        """A table on the original ``domain`` from compressed codes (see :meth:`invert`).
 
-    def invert(self, name: str, codes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Original codes; a folded code becomes one of its values, drawn by ``weights``."""
+        Records are lined up by all their codes (columns in random order), so records alike
+        get their folded values spread over the folded values' distribution.
+        """
+        names = domain.names
+        n = len(codes[names[0]]) if names else 0
+        shuffled = [names[i] for i in rng.permutation(len(names))]
+        line = similarity_rank({c: codes[c] for c in shuffled}, n, rng)
+        return Table({c: self.invert(c, codes[c], rng, line) for c in names}, domain)
+
+    def invert(
+        self,
+        name: str,
+        codes: np.ndarray,
+        rng: np.random.Generator,
+        line: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Original codes; a folded code becomes one of its values, in proportion to ``weights``.
+
+        The records holding the folded code get the folded values systematically (each value
+        ``floor`` or ``ceil`` of its share), dealt along ``line`` (a similarity rank of the
+        records; random order when None) from a random start, so each record's value
+        follows the weights whatever its place.
+        """
         folded = self.folded[name]
         kept = np.setdiff1d(
             np.arange(self.forward[name].size), folded
@@ -98,6 +119,15 @@ class Compression:
         is_folded = codes == kept.size
         originals[~is_folded] = kept[codes[~is_folded]]
         weights = self.weights[name]
-        p = weights / weights.sum() if weights.sum() > 0 else None
-        originals[is_folded] = rng.choice(folded, size=int(is_folded.sum()), p=p)
+        if weights.sum() <= 0:
+            weights = np.ones(folded.size)
+        cdf = np.cumsum(weights / weights.sum())
+        cdf[-1] = 1.0
+        holders = np.flatnonzero(is_folded)
+        rank = line[holders] if line is not None else rng.permutation(holders.size)
+        holders = holders[np.argsort(rank, kind="stable")]
+        m = holders.size
+        slots = spread_slots(np.zeros(m, dtype=np.int64), np.zeros(1, dtype=np.int64))
+        picks = np.searchsorted(cdf, np.mod(slots / m + rng.random(), 1.0), side="right")
+        originals[holders] = folded[np.minimum(picks, folded.size - 1)]
         return originals
