@@ -4,6 +4,9 @@
 hierarchies, checks the problem can be solved, searches for the optimal transformation (or
 partitions locally), applies it, suppresses what still violates the models, transforms the
 identifier columns, and returns an immutable :class:`AnonymizationResult`.
+``Anonymizer(config).plan(counts, weights, columns)`` does the same from a table's distinct
+rows and their record counts (what an engine's ``GROUP BY`` gives for a table larger than
+memory; see :mod:`safeshare.anonymize.counted`).
 
 >>> import pandas as pd
 >>> frame = pd.DataFrame({"zip": ["13053", "13068", "13068", "13053", "14850", "14853"],
@@ -19,8 +22,9 @@ identifier columns, and returns an immutable :class:`AnonymizationResult`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,8 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.config import AnonymizeConfig
+from safeshare.anonymize.counted import AnonymizationPlan, plan_release
+from safeshare.anonymize.figures import Prepared, account
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.inputs import (
     MISSING_SENSITIVE,
@@ -38,17 +44,11 @@ from safeshare.anonymize.inputs import (
     population_codes,
     sensitive_columns,
 )
-from safeshare.anonymize.models import Classes, KMap, PrivacyModel, SensitiveInfo
+from safeshare.anonymize.models import KMap
 from safeshare.anonymize.mondrian import mondrian
-from safeshare.anonymize.output import column_account, release_records
+from safeshare.anonymize.output import release_records
 from safeshare.anonymize.problem import Problem
-from safeshare.anonymize.recoding import (
-    Partition,
-    class_rows,
-    full_domain,
-    labels_at,
-    recode_suppressed,
-)
+from safeshare.anonymize.recoding import Partition, full_domain, recode_suppressed
 from safeshare.anonymize.result import AnonymizationResult, ClassStatistics, ModelOutcome
 from safeshare.anonymize.search import optimal_search
 from safeshare.data.table import Table
@@ -57,6 +57,7 @@ from safeshare.errors import InputError
 
 __all__ = [
     "MISSING_SENSITIVE",
+    "AnonymizationPlan",
     "AnonymizationResult",
     "Anonymizer",
     "ClassStatistics",
@@ -93,71 +94,117 @@ class Anonymizer:
     ) -> AnonymizationResult:
         """Anonymize ``data`` (a fresh copy is released; ``progress`` hears of each step)."""
         report = progress or no_progress
-        config = self.config
         frame = _as_frame(data)
-        self._check_columns(frame)
+        self.check_columns(list(frame.columns), len(frame))
+        prepared = self.prepare(frame, None, report)
+        partition, transformation, search = self.search(prepared.problem)
+        report("applying", 0.7)
+        result = self._result(frame, prepared, partition, transformation, search)
+        report("done", 1.0)
+        return result
+
+    def plan(
+        self,
+        counts: pd.DataFrame,
+        weights: np.ndarray,
+        columns: Sequence[str],
+        progress: Progress | None = None,
+    ) -> AnonymizationPlan:
+        """The same anonymization from a table's distinct rows and their record counts.
+
+        ``counts`` holds the distinct rows of :meth:`counted_columns` (as an engine's
+        ``GROUP BY`` returns them, in the order each first appears in the table), ``weights``
+        the number of records of each, ``columns`` every column of the table.  The plan's
+        result has every figure :meth:`fit` gives for those records; its
+        :meth:`~safeshare.anonymize.counted.AnonymizationPlan.apply` releases them a chunk
+        at a time.
+        """
+        report = progress or no_progress
+        weights = np.asarray(weights)
+        self.check_columns(list(columns), int(weights.sum()))
+        prepared = self.prepare(counts, weights, report)
+        partition, transformation, search = self.search(prepared.problem)
+        report("applying", 0.7)
+        plan = plan_release(self.config, prepared, partition, transformation, search, columns)
+        report("done", 1.0)
+        return plan
+
+    def counted_columns(self) -> list[str]:
+        """The columns :meth:`plan` needs the distinct rows of: the quasi-identifiers and the
+        sensitive attributes a privacy model reads."""
+        read = {getattr(m, "attribute", None) for m in self.config.privacy.models()}
+        sensitive = [name for name in self.config.sensitive if name in read]
+        return list(dict.fromkeys([*self.config.quasi_identifiers, *sensitive]))
+
+    def prepare(
+        self, frame: pd.DataFrame, weights: np.ndarray | None, report: Progress = no_progress
+    ) -> Prepared:
+        """Hierarchies, models and the problem of the search, from records (or distinct rows
+        of the counted columns with ``weights`` records each)."""
+        config = self.config
         qis = list(config.quasi_identifiers)
         report("reading hierarchies", 0.05)
         hierarchies = [hierarchy_for(config, name, frame[name], self.hierarchies) for name in qis]
-        codes = [h.encode(frame[name]) for h, name in zip(hierarchies, qis, strict=True)]
+        codes = [
+            h.encode(frame[name], weights=weights) for h, name in zip(hierarchies, qis, strict=True)
+        ]
         lo, hi = level_bounds(config, hierarchies)
-        infos, sens_codes = sensitive_columns(config, frame)
         models = config.privacy.models()
+        read = {getattr(m, "attribute", None) for m in models}
+        # (from counts, only the sensitive columns a model reads were counted)
+        only = None if weights is None else [c for c in config.sensitive if c in read]
+        infos, sens_codes = sensitive_columns(config, frame, weights, only=only)
         population = None
         k_map = config.privacy.k_map
         if k_map is not None:
             models.append(KMap(k_map.k))
             population = population_codes(config, hierarchies, k_map, self.population)
-        check_solvable(models, len(frame), infos, population)
+        n = len(frame) if weights is None else int(weights.sum())
+        check_solvable(models, n, infos, population)
 
         report("searching", 0.2)
-        started = time.perf_counter()
         problem = Problem.build(
             hierarchies,
             codes,
             models=models,
             # only the sensitive columns a model reads are carried through the search
-            sensitive={
-                name: codes_
-                for name, codes_ in sens_codes.items()
-                if any(getattr(m, "attribute", None) == name for m in models)
-            },
+            sensitive={name: codes_ for name, codes_ in sens_codes.items() if name in read},
             infos=infos,
             suppression_limit=config.suppression_limit,
             lo=lo,
             hi=hi,
             population=population,
+            weights=weights,
         )
-        partition, transformation, search = self._search(problem)
-        search["seconds"] = time.perf_counter() - started
-
-        report("applying", 0.7)
-        result = self._result(
-            frame, problem, hierarchies, models, infos, partition, transformation, search
-        )
-        report("done", 1.0)
-        return result
+        return Prepared(hierarchies, models, infos, problem)
 
     # ---- steps ------------------------------------------------------------------------
 
-    def _check_columns(self, frame: pd.DataFrame) -> None:
-        """Refuse a table without records, or without a column the config names."""
+    def check_columns(self, columns: Sequence[str], n: int) -> None:
+        """Refuse a table (``n`` records of ``columns``) without records, or without a column
+        the config names."""
         config = self.config
-        if len(frame) == 0:
+        if n == 0:
             raise InputError("the table has no records; give at least one")
         needed = [*config.quasi_identifiers, *config.sensitive, *config.transforms]
         for spec in config.transforms.values():
             if spec.date_shift is not None:
                 needed.append(spec.date_shift.subject)
-        absent = [c for c in dict.fromkeys(needed) if c not in frame.columns]
+        absent = [c for c in dict.fromkeys(needed) if c not in columns]
         if absent:
             raise InputError(
                 f"the config names columns {absent} that the data do not have; "
-                f"the data have {list(frame.columns)}"
+                f"the data have {list(columns)}"
             )
 
-    def _search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:
+    def search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:
         """The released classes, the transformation (levels per column), the search's account."""
+        started = time.perf_counter()
+        partition, transformation, search = self._search(problem)
+        search["seconds"] = time.perf_counter() - started
+        return partition, transformation, search
+
+    def _search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:
         config = self.config
         qis = list(config.quasi_identifiers)
         if config.search == "optimal":
@@ -199,69 +246,26 @@ class Anonymizer:
     def _result(
         self,
         frame: pd.DataFrame,
-        problem: Problem,
-        hierarchies: list[Hierarchy],
-        models: list[PrivacyModel],
-        infos: Mapping[str, SensitiveInfo],
+        prepared: Prepared,
         partition: Partition,
         transformation: dict[str, int | None],
         search: dict[str, Any],
     ) -> AnonymizationResult:
         """Apply the partition: the released frame and table, their quality and models."""
         config = self.config
+        problem, hierarchies = prepared.problem, prepared.hierarchies
         qis = list(config.quasi_identifiers)
-        row_class, class_levels = partition.row_class, partition.class_levels
-        classes, kept = partition.classes, partition.kept
-        record_class = row_class[problem.record_rows]
-        record_kept = kept[record_class]
-        suppressed = int((~record_kept).sum())
+        record_class = partition.row_class[problem.record_rows]
+        record_kept = partition.kept[record_class]
         out, table = release_records(
-            config, frame, problem, hierarchies, qis, record_class, class_levels, record_kept
-        )
-        sizes = classes.sizes[kept]
-        levels, sample = class_levels[kept], class_rows(row_class, len(classes))[kept]
-        quality = problem.quality.scores(
-            [levels[:, c] for c in range(len(qis))],
-            [
-                labels_at(problem, c, levels[:, c], problem.codes[c][sample])
-                for c in range(len(qis))
-            ],
-            sizes,
-            suppressed,
-        )
-        outcomes = tuple(
-            ModelOutcome(
-                m.name,
-                m.describe(),
-                _holds(m, classes, kept, infos),
-                m.achieved(classes, kept, infos.get(getattr(m, "attribute", ""))),
-            )
-            for m in models
-        )
+            config, frame, problem, hierarchies, qis, record_class, partition.class_levels,
+            record_kept,
+        )  # fmt: skip
         engine_sizes = _engine_class_sizes(table, qis)
-        if config.search == "optimal":
-            _cross_check(engine_sizes, sizes, merged=partition.recoded > 0)
-        transforms = {name: spec.kind for name, spec in config.transforms.items()}
-        columns = column_account(config, frame, qis, list(config.sensitive), transforms)
-        return AnonymizationResult(
-            frame=out,
-            transformation=transformation,
-            hierarchies={
-                name: {"height": h.height, "source": h.source, "values": len(h.values)}
-                for name, h in zip(qis, hierarchies, strict=True)
-            },
-            transforms=transforms,
-            classes=ClassStatistics.of(engine_sizes),
-            class_sizes=np.sort(engine_sizes),
-            quality=quality,
-            models=outcomes,
-            suppressed=suppressed,
-            rows_in=len(frame),
-            rows_out=len(out),
-            search=search,
-            columns=columns,
-            table=table,
+        figures = account(
+            config, prepared, partition, transformation, search, list(frame.columns), engine_sizes
         )
+        return dataclasses.replace(figures, frame=out, table=table, rows_out=len(out))
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -286,30 +290,6 @@ def _as_frame(data: pd.DataFrame | Table) -> pd.DataFrame:
     )
 
 
-def _holds(
-    model: PrivacyModel, classes: Classes, kept: np.ndarray, infos: Mapping[str, SensitiveInfo]
-) -> bool:
-    if model.per_class:
-        ok = model.class_ok(classes, infos.get(getattr(model, "attribute", "")))
-        return bool(ok[kept].all())
-    return model.table_ok(classes, kept)
-
-
 def _engine_class_sizes(table: Table, qis: list[str]) -> np.ndarray:
     """The class sizes of the released records, counted by the engine (a cross-check)."""
     return default_engine().group_sizes(table, qis)
-
-
-def _cross_check(engine_sizes: np.ndarray, sizes: np.ndarray, *, merged: bool) -> None:
-    """Refuse to release when the engine's count of the classes differs from the search's."""
-    # recoded parts may share labels with a released class (they then merge): totals only
-    mismatch = (
-        int(engine_sizes.sum()) != int(sizes.sum())
-        if merged
-        else sorted(engine_sizes.tolist()) != sorted(sizes.tolist())
-    )
-    if mismatch:
-        raise RuntimeError(
-            "internal error: the released classes counted by the engine differ from the "
-            "search's; please report this"
-        )

@@ -164,11 +164,15 @@ class Hierarchy:
         """How many level-0 values each label of ``level`` covers."""
         return np.bincount(self.maps[level], minlength=len(self.labels[level]))
 
-    def encode(self, values: pd.Series | Sequence[object]) -> np.ndarray:
+    def encode(
+        self, values: pd.Series | Sequence[object], weights: np.ndarray | None = None
+    ) -> np.ndarray:
         """Level-0 codes of ``values``; the first value not covered raises :class:`HierarchyError`.
 
         Values are matched as text, then as numbers (``'39'`` matches ``'39.0'``).  A missing
         value matches a row for ``(missing)``; the error names only the first bad value.
+        ``weights`` (records per value, for distinct values with counts) makes the error count
+        records rather than values.
         """
         series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
         exact = self._exact_codes(series)
@@ -183,16 +187,17 @@ class Hierarchy:
                 bad.append(i)
             else:
                 lookup[i] = code
+        counts = np.ones(len(positions), dtype=np.int64) if weights is None else weights
         missing = positions < 0
         if missing.any():
             if MISSING_VALUE not in self._index:
                 raise HierarchyError(
-                    f"column {self.column!r} has {int(missing.sum())} missing value(s) and its "
+                    f"column {self.column!r} has {int(counts[missing].sum())} missing value(s) and its "
                     f"hierarchy has no row for {MISSING_VALUE!r}; add one or fill them"
                 )
             lookup[-1] = self._index[MISSING_VALUE]
         if bad:
-            uncovered = int(np.isin(positions, bad).sum())
+            uncovered = int(counts[np.isin(positions, bad)].sum())
             raise HierarchyError(
                 f"column {self.column!r}: the value {str(uniques[bad[0]]).strip()!r} is not in its "
                 f"hierarchy ({uncovered} record(s) have uncovered values); add a row for it"

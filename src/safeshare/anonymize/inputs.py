@@ -19,7 +19,7 @@ codes; and a check that the privacy models can be met at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -101,16 +101,25 @@ def level_bounds(
 
 
 def sensitive_columns(
-    config: AnonymizeConfig, frame: pd.DataFrame
+    config: AnonymizeConfig,
+    frame: pd.DataFrame,
+    weights: np.ndarray | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[dict[str, SensitiveInfo], dict[str, np.ndarray]]:
-    """Per sensitive attribute, what the models need to know of it, and each record's code."""
+    """Per sensitive attribute, what the models need to know of it, and each record's code.
+
+    ``weights`` counts the records each row of ``frame`` stands for (default 1 each);
+    ``only`` limits the attributes read (default: every sensitive attribute of the config).
+    """
     infos: dict[str, SensitiveInfo] = {}
     codes: dict[str, np.ndarray] = {}
     for name, spec in config.sensitive.items():
+        if only is not None and name not in only:
+            continue
         parents = None
         if spec.hierarchy is not None:
             h = build_hierarchy(config, name, spec.hierarchy, frame[name])
-            code = h.encode(frame[name].where(frame[name].notna(), None))
+            code = h.encode(frame[name].where(frame[name].notna(), None), weights=weights)
             labels = h.values
             parents = tuple(
                 _parent_map(h.maps[level], h.maps[level + 1]) for level in range(h.height)
@@ -139,7 +148,8 @@ def sensitive_columns(
             order = np.asarray(
                 sorted(range(len(labels)), key=lambda i: _sort_key(labels[i])), dtype=np.int64
             )
-        totals = np.bincount(code, minlength=len(labels)).astype(np.int64)
+        totals = np.rint(np.bincount(code, weights=weights, minlength=len(labels)))
+        totals = totals.astype(np.int64)
         infos[name] = SensitiveInfo(name, tuple(labels), totals, order, parents)
         codes[name] = np.asarray(code, dtype=np.int64)
     return infos, codes

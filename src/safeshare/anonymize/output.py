@@ -14,12 +14,13 @@
 >>> out, table = release_records(config, frame, problem, [h], ["a"], record_class, levels, kept)
 >>> out["a"].tolist(), out["note"].tolist(), len(table)
 (['1-2', '1-2'], ['x', 'y'], 2)
->>> column_account(config, frame, ["a"], [], {})["note"]["transform"]
+>>> column_account(config, list(frame.columns), ["a"], [], {})["note"]["transform"]
 'kept (not protected)'
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,14 @@ def release_records(
     record_class: np.ndarray,
     class_levels: np.ndarray,
     record_kept: np.ndarray,
+    record_rows: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, Table]:
     """The released frame (labels at each record's levels; suppressed records removed or
-    masked; identifiers transformed) and the table of its quasi-identifiers (kept records)."""
+    masked; identifiers transformed) and the table of its quasi-identifiers (kept records).
+
+    ``record_rows`` is each record's distinct row of ``problem`` (default: the problem's own
+    ``record_rows``; give it for a chunk of the records).
+    """
     columns: dict[str, np.ndarray] = {}
     categories: dict[str, list[str]] = {}
     released: dict[str, Any] = {}
@@ -60,7 +66,8 @@ def release_records(
     removing = config.suppressed_records == "remove" and not keep.all()
     sample = np.zeros(len(class_levels), dtype=np.intp)  # one record of each class
     sample[record_class] = np.arange(len(record_class), dtype=np.intp)
-    rows = problem.record_rows if problem.record_rows is not None else np.arange(len(keep))
+    rows = record_rows if record_rows is not None else problem.record_rows
+    rows = rows if rows is not None else np.arange(len(keep))
     for c, (name, h) in enumerate(zip(qis, hierarchies, strict=True)):
         levels = class_levels[:, c]
         if len(levels) and levels.min() == levels.max():  # full-domain: labels per class
@@ -136,14 +143,14 @@ def release_records(
 
 def column_account(
     config: AnonymizeConfig,
-    frame: pd.DataFrame,
+    columns: Sequence[str],
     qis: list[str],
     sensitive: list[str],
     transforms: dict[str, str],
 ) -> dict[str, dict[str, Any]]:
     """Per input column, its kind, role and what was done to it (for the privacy card)."""
-    columns: dict[str, dict[str, Any]] = {}
-    for name in frame.columns:
+    account: dict[str, dict[str, Any]] = {}
+    for name in columns:
         if name in qis:
             entry = {
                 "kind": "categorical",
@@ -158,5 +165,5 @@ def column_account(
             entry = {"kind": "unknown", "role": "other", "transform": "drop"}
         else:
             entry = {"kind": "unknown", "role": "other", "transform": "kept (not protected)"}
-        columns[str(name)] = entry
-    return columns
+        account[str(name)] = entry
+    return account

@@ -290,8 +290,14 @@ class Problem:
         lo: Sequence[int] | None = None,
         hi: Sequence[int] | None = None,
         population: Sequence[np.ndarray] | None = None,
+        weights: np.ndarray | None = None,
     ) -> Problem:
-        """From per-record level-0 codes (and per-record sensitive codes): distinct rows."""
+        """From per-record level-0 codes (and per-record sensitive codes): distinct rows.
+
+        ``weights`` (one count per row, default 1) lets each row stand for that many records:
+        the distinct rows with counts that an engine's ``GROUP BY`` returns give the same
+        problem as the records they count.
+        """
         sensitive = dict(sensitive or {})
         arrays = [_integers(c) for c in codes]
         n = len(arrays[0]) if arrays else 0
@@ -304,7 +310,9 @@ class Problem:
             key += array
             space *= size
         inverse, groups = relabel(key, space)
-        weights = np.bincount(inverse, minlength=groups).astype(np.int64)
+        counts = None if weights is None else _counts(weights, n)
+        total = np.bincount(inverse, weights=counts, minlength=groups)
+        row_weights = np.rint(total).astype(np.int64) if counts is not None else total
         first = representatives(inverse, groups, np.arange(groups))
         distinct = [a[first].astype(np.int64) for a in arrays]
         sens_counts = {}
@@ -313,7 +321,9 @@ class Problem:
             m = int(values.max()) + 1 if len(values) else 1
             if infos and name in infos:
                 m = max(m, len(infos[name].values))
-            flat = np.bincount(inverse * m + values, minlength=groups * m)
+            flat = np.bincount(inverse * m + values, weights=counts, minlength=groups * m)
+            if counts is not None:
+                flat = np.rint(flat).astype(np.int64)
             sens_counts[name] = flat.reshape(groups, m)
         pop = None
         if population is not None:
@@ -322,7 +332,7 @@ class Problem:
         return cls(
             list(hierarchies),
             distinct,
-            weights,
+            row_weights.astype(np.int64, copy=False),
             list(models),
             sens_counts,
             dict(infos or {}),
@@ -332,6 +342,17 @@ class Problem:
             pop,
             inverse.astype(np.int64, copy=False),
         )
+
+
+def _counts(weights: np.ndarray, n: int) -> np.ndarray:
+    """Row weights as float64 record counts (exact below 2**53), checked."""
+    given = np.asarray(weights)
+    if given.shape != (n,) or not np.issubdtype(given.dtype, np.integer) or (given < 1).any():
+        raise AnonymizationError(
+            f"weights must be one positive integer count per row ({n} rows); got shape "
+            f"{given.shape} of {given.dtype}"
+        )
+    return given.astype(np.float64)
 
 
 __all__ = [

@@ -24,7 +24,8 @@ parts and samples that numpy would pick identically.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,16 @@ from safeshare.data.codec import (
 from safeshare.data.domain import Domain
 from safeshare.data.readers import MISSING_TOKENS, check_column_names, sniff_csv
 from safeshare.data.row_order import MAX_ROWS, RowOrder
+from safeshare.engine import distinct
+from safeshare.engine.distinct import (
+    as_read,
+    count_sql,
+    counted_frame,
+    integers_sql,
+    read_columns,
+    rows_sql,
+    with_missing,
+)
 from safeshare.engine.duckdb_engine import DuckDBEngine, DuckDBTable, require_duckdb
 from safeshare.engine.sql_codec import (
     MISSING_REFUSED,
@@ -163,6 +174,28 @@ class DuckDBSource:
                 frame[raw.name] = frame[raw.name].astype("string")
         return frame
 
+    # -- distinct rows and chunks (anonymization) -----------------------------------------
+
+    def value_counts(self, columns: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+        """The distinct rows of ``columns`` (values as :meth:`frame` gives them) and how many
+        records share each, in the order each first appears: one ``GROUP BY``."""
+        raw = read_columns(self.raw, columns)
+        sql = count_sql(self.view, raw, self.missing_values)
+        with _reading(str(self.path)):
+            return counted_frame(self.engine.arrow(sql), raw)
+
+    def chunks(self, rows: int | None = None) -> Iterator[pd.DataFrame]:
+        """Every row in file order, as :meth:`frame` gives them, at most ``rows`` at a time
+        (default :data:`~safeshare.engine.distinct.CHUNK_ROWS`)."""
+        integers, count = integers_sql(self.view, self.raw)
+        sql = rows_sql(self.view, self.raw, self.missing_values, "TRUE")
+        with _reading(str(self.path)):
+            floats = with_missing(integers, None if count is None else self.engine.arrow(count))
+            for batch in self.engine.stream(sql, rows or distinct.CHUNK_ROWS):
+                frame = batch.to_pandas()
+                frame.columns = list(self.names)
+                yield as_read(frame, self.raw, floats)
+
     # -- encoding -------------------------------------------------------------------------
 
     def encode(self, domain: Domain, holdout: str) -> Encoded:
@@ -216,6 +249,21 @@ class DuckDBSource:
             return int(np.asarray(result[key])[0]) if key in result else 0
 
         return profile_report(domain, count)
+
+
+@contextmanager
+def _reading(where: str) -> Iterator[None]:
+    """Around a query reading the file: a failure names the file and line, never the content."""
+    duckdb = require_duckdb()
+    try:
+        yield
+    except duckdb.Error as err:
+        line = re.search(r"[Ll]ine:? (\d+)", str(err))
+        at = f" near line {line.group(1)}" if line else ""
+        raise InputError(
+            f"{where!r} could not be read as a table{at} ({type(err).__name__}); check that every "
+            "row has the same number of fields and that quotes are closed"
+        ) from None
 
 
 def _or_minus(code: int | None) -> int:

@@ -13,7 +13,7 @@ train/holdout parts and samples that numpy would pick identically.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,15 @@ from safeshare.data.codec import (
 from safeshare.data.domain import Domain
 from safeshare.data.readers import MISSING_TOKENS, check_column_names
 from safeshare.data.row_order import PRIME, RowOrder
+from safeshare.engine import distinct
+from safeshare.engine.distinct import (
+    as_read,
+    count_sql,
+    counted_frame,
+    integers_sql,
+    read_columns,
+    with_missing,
+)
 from safeshare.engine.spark_engine import SparkEngine, SparkTable
 from safeshare.engine.spark_files import (
     CORRUPT,
@@ -191,6 +200,36 @@ class SparkSource:
             if raw.is_text:
                 frame[raw.name] = frame[raw.name].astype("string")
         return frame
+
+    # -- distinct rows and chunks (anonymization) -----------------------------------------
+
+    def value_counts(self, columns: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+        """The distinct rows of ``columns`` (values as :meth:`frame` gives them) and how many
+        records share each, in the order each first appears: one ``GROUP BY`` job."""
+        raw = read_columns(self.raw, columns)
+        result = self.engine.collect(
+            count_sql(self.view, raw, self.missing_values),
+            "counting distinct rows",
+            reading=str(self.path),
+            hint=self._hint,
+        )
+        return counted_frame(result, raw)
+
+    def chunks(self, rows: int | None = None) -> Iterator[pd.DataFrame]:
+        """Every row in file order, as :meth:`frame` gives them, at most ``rows`` at a time
+        (default :data:`~safeshare.engine.distinct.CHUNK_ROWS`; one job per chunk, each
+        selecting its range of positions)."""
+        integers, count = integers_sql(self.view, self.raw)
+        found = None
+        if count is not None:
+            found = self.engine.collect(
+                count, "reading rows", reading=str(self.path), hint=self._hint
+            )
+        floats = with_missing(integers, found)
+        size = rows or distinct.CHUNK_ROWS
+        for start in range(0, self._n_rows, size):
+            chunk = self.frame(f"__row >= {start} AND __row < {start + size}")
+            yield as_read(chunk, self.raw, floats)
 
     # -- encoding -------------------------------------------------------------------------
 

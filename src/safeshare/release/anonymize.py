@@ -4,6 +4,12 @@ read -> anonymize (hierarchies, models, search, suppression, identifier transfor
 measure (classes, quality, models reached) -> card + report -> one atomic write of
 ``anonymized.csv``, ``card.json`` and ``report.html``.  A failure at any step writes nothing.
 
+With ``engine="duckdb"`` or ``"spark"`` (or ``"auto"`` on a file over 1 GiB) the table is never
+loaded: the engine counts its distinct quasi-identifier rows in one ``GROUP BY``, the search
+runs on those counts (:meth:`~safeshare.anonymize.anonymizer.Anonymizer.plan`), and the
+records are read back and released one chunk at a time into ``anonymized.csv``.  The files
+are byte for byte those of the in-memory release; only the card's ``engine`` line differs.
+
 >>> import tempfile, pathlib, pandas as pd
 >>> frame = pd.DataFrame({"zip": ["13053", "13068", "13068", "13053", "14850", "14853"],
 ...                       "disease": ["flu", "cold", "flu", "cold", "flu", "cold"]})
@@ -19,6 +25,8 @@ measure (classes, quality, models reached) -> card + report -> one atomic write 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,8 +39,8 @@ from safeshare import __version__
 from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
-from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
-from safeshare.errors import InputError
+from safeshare.anonymize.counted import AnonymizationPlan
+from safeshare.release.inputs import EngineInput, FrameInput, open_input
 from safeshare.release.output import check_output, write_release
 from safeshare.report.anonymization import render_anonymization_report
 
@@ -62,8 +70,16 @@ def release_anonymized(
     force: bool = False,
     dataset_name: str | None = None,
     progress: Progress | None = None,
+    engine: str = "numpy",
+    memory_limit: str | None = None,
+    spark_master: str | None = None,
 ) -> AnonymizedRelease:
-    """Anonymize ``source`` under ``config`` and write the release to ``out`` atomically."""
+    """Anonymize ``source`` under ``config`` and write the release to ``out`` atomically.
+
+    ``engine`` is who reads the table: ``numpy`` (in memory), ``duckdb`` or ``spark`` (where
+    it lies, for tables larger than memory) or ``auto`` (DuckDB for files over 1 GiB when
+    installed); ``memory_limit`` and ``spark_master`` configure them.  The release is the same.
+    """
     report = progress or no_progress
     out = Path(out)
     check_output(out, force)
@@ -73,11 +89,30 @@ def release_anonymized(
         config = AnonymizeConfig.from_dict(dict(config))
 
     report("reading", 0.0)
-    frame, fingerprint, name = _read(source, dataset_name)
-    anonymizer = Anonymizer(config)
-    result = anonymizer.fit(frame, progress=lambda step, done: report(step, 0.05 + 0.75 * done))
+    with open_input(
+        source, None, dataset_name, engine=engine, memory_limit=memory_limit,
+        spark_master=spark_master,
+    ) as data:  # fmt: skip
+        anonymizer = Anonymizer(config)
+        steps = _scaled(report, 0.05, 0.75)
+        described = data.describe()
+        if isinstance(data, FrameInput):
+            result = anonymizer.fit(data.frame, progress=steps)
+            records: pd.DataFrame | Path = result.frame
+            first = result.frame
+        elif isinstance(data, EngineInput):
+            anonymizer.check_columns(data.source.names, len(data.source))
+            counts, weights = data.source.value_counts(anonymizer.counted_columns())
+            described["distinct_rows"] = len(weights)  # what its GROUP BY gave the search
+            plan = anonymizer.plan(counts, weights, data.source.names, progress=steps)
+            result = plan.result
+            report("writing", 0.85)
+            first, records = _write_chunks(plan, data, out.parent)
+        else:  # (open_input gives one of the two)
+            raise TypeError(f"unexpected input {type(data).__name__}")
+        name, fingerprint = data.name, data.fingerprint
 
-    report("writing", 0.85)
+    report("writing", 0.9)
     warnings = _warnings(result)
     card = build_anonymization_card(
         result,
@@ -87,13 +122,52 @@ def release_anonymized(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         version=__version__,
         notes=warnings,
+        engine=described,
     )
     html = render_anonymization_report(card)
-    write_release(
-        out, {"anonymized.csv": result.frame, "card.json": card, "report.html": html}, force
-    )
+    try:
+        write_release(
+            out, {"anonymized.csv": records, "card.json": card, "report.html": html}, force
+        )
+    finally:
+        if isinstance(records, Path):
+            records.unlink(missing_ok=True)
     report("done", 1.0)
-    return AnonymizedRelease(out, card, result.frame, result, warnings)
+    return AnonymizedRelease(out, card, first, result, warnings)
+
+
+def _write_chunks(
+    plan: AnonymizationPlan, data: EngineInput, workdir: Path
+) -> tuple[pd.DataFrame, Path]:
+    """Release the records a chunk at a time into a CSV file beside the output; the first
+    chunk released, and the file.  Refuses when the records written are not those counted."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=".anonymized-", suffix=".csv", dir=workdir)
+    os.close(handle)
+    path = Path(name)
+    first: pd.DataFrame | None = None
+    written = 0
+    try:
+        with path.open("w", encoding="utf-8", newline="") as stream:
+            for chunk in data.source.chunks():
+                released = plan.apply(chunk)
+                released.to_csv(stream, header=first is None, index=False)
+                written += len(released)
+                first = released if first is None else first
+        if written != plan.result.rows_out or first is None:
+            raise RuntimeError(
+                f"internal error: {written} records were released but the counts promised "
+                f"{plan.result.rows_out}; please report this"
+            )
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return first, path
+
+
+def _scaled(report: Progress, start: float, share: float) -> Progress:
+    """``report`` for a step that covers ``share`` of the run from ``start``."""
+    return lambda step, done: report(step, start + share * done)
 
 
 def build_anonymization_card(
@@ -105,8 +179,10 @@ def build_anonymization_card(
     created_at: str,
     version: str,
     notes: list[str],
+    engine: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
-    """The privacy card of an anonymized release (JSON-ready)."""
+    """The privacy card of an anonymized release (JSON-ready); ``engine`` is the card's line
+    on who read the table (default: numpy, in memory)."""
     columns: dict[str, Any] = {}
     for column, entry in result.columns.items():
         item = dict(entry)
@@ -129,6 +205,7 @@ def build_anonymization_card(
         "secure_noise": None,
         "domain_source": "public hierarchies from the config",
         "input": {"name": name, "sha256": fingerprint},
+        "engine": dict(engine) if engine is not None else {"name": "numpy"},
         "columns": columns,
         "rows_in": result.rows_in,
         "rows_out": result.rows_out,
@@ -152,19 +229,6 @@ def build_anonymization_card(
         ],
         "notes": notes,
     }
-
-
-def _read(
-    source: str | Path | pd.DataFrame, dataset_name: str | None
-) -> tuple[pd.DataFrame, str, str]:
-    if isinstance(source, pd.DataFrame):
-        if source.shape[0] == 0 or source.shape[1] == 0:
-            raise InputError("the table is empty; give at least one column and one record")
-        frame = source.copy()
-        frame.columns = [str(c) for c in frame.columns]
-        return frame, fingerprint_frame(frame), dataset_name or "dataframe"
-    path = Path(source)
-    return read_frame(path), fingerprint_file(path), dataset_name or path.name
 
 
 def _warnings(result: AnonymizationResult) -> list[str]:

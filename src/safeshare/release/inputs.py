@@ -14,6 +14,7 @@ at most one count), and evaluation runs on samples of :data:`EVALUATION_ROWS`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +84,17 @@ class EngineSource(Protocol):
     def frame(self, condition: str = "TRUE") -> pd.DataFrame: ...
 
     def encode(self, domain: Domain, holdout: str) -> EngineEncoded: ...
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def value_counts(self, columns: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+        """Distinct rows of ``columns`` in first-seen order, and the records of each."""
+        ...
+
+    def chunks(self) -> Iterator[pd.DataFrame]:
+        """Every row in file order, a chunk at a time."""
+        ...
 
 
 class ReleaseInput(Protocol):
@@ -192,6 +204,11 @@ class FrameInput:
 
     def __len__(self) -> int:
         return len(self._frame)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The whole table, as read."""
+        return self._frame
 
     def decision_frame(self) -> pd.DataFrame:
         if len(self._frame) <= SAMPLE_ROWS:
