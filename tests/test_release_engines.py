@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from safeshare import release
-from safeshare.errors import InputError
+from safeshare.dp.ledger import Ledger
+from safeshare.errors import EngineJobError, InputError
 from safeshare.release import inputs, output
 
 pytest.importorskip("duckdb")
@@ -83,8 +84,9 @@ def test_engine_choices_are_checked(tmp_path, fair, fair_csv):
         release(fair_csv, out=tmp_path / "a", engine="spark-ish")
     with pytest.raises(InputError, match="duckdb engine reads files"):
         release(fair[0], out=tmp_path / "b", engine="duckdb")
-    with pytest.raises(InputError, match="anonymize runs in memory"):
-        release(fair_csv, out=tmp_path / "c", method="anonymize", engine="duckdb", config={})
+    config = {"quasi_identifiers": {"age": {"hierarchy": "auto"}}, "privacy": {"k": 2}}
+    with pytest.raises(InputError, match="unknown engine 'duck'"):  # anonymize checks them too
+        release(fair_csv, out=tmp_path / "c", method="anonymize", engine="duck", config=config)
     assert not (tmp_path / "a").exists()
 
 
@@ -169,3 +171,34 @@ def test_a_failed_run_leaves_no_streamed_file(tmp_path, fair_csv, monkeypatch):
         release_with("duckdb", fair_csv, tmp_path / "out", rows=4000)
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_a_failed_spark_job_releases_nothing_and_refunds_the_ledger(tmp_path, fair_csv):
+    """The Spark session dies while the model is fitted: no output, the spend refunded."""
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    ledger_path = tmp_path / "ledger.sqlite"
+
+    def stop_spark(step: str, done: float) -> None:
+        if step == "synthesizing":
+            session = pyspark_sql.SparkSession.getActiveSession()
+            if session is not None:
+                session.stop()
+
+    with pytest.raises(EngineJobError, match="ledger was not charged") as caught:
+        release(
+            fair_csv,
+            out=tmp_path / "out",
+            epsilon=1.0,
+            engine="spark",
+            spark_master="local[1]",
+            ledger=ledger_path,
+            progress=stop_spark,
+        )
+    assert "Spark" in str(caught.value)
+    assert not (tmp_path / "out").exists()
+    (status,) = Ledger(ledger_path).datasets()
+    assert (status.spent_epsilon, status.releases) == (0.0, 0)
+    # the dataset's total is this release's own budget: only a refund lets it run again
+    release(fair_csv, out=tmp_path / "again", epsilon=1.0, ledger=ledger_path)
+    assert Ledger(ledger_path).datasets()[0].spent_epsilon == pytest.approx(1.0)

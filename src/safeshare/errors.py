@@ -62,5 +62,10 @@ class MissingDependencyError(SafeshareError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
 
 
+class EngineJobError(SafeshareError, RuntimeError):
+    """An engine's job failed for reasons of the machine (a Spark job, memory), not of the
+    data's values; the message names the step, never the data."""
+
+
 class ModelAPIError(SafeshareError, ConnectionError):
     """A model's server failed or could not be reached (after retries)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from safeshare.cli._output import progress_bar, release_summary
+from safeshare.errors import InputError
 
 
 def release_command(
@@ -24,7 +25,9 @@ def release_command(
         None, help="YAML schema of public facts (kinds, categories, bounds, roles)."
     ),
     method: str = typer.Option(
-        "mst", help="mst (fast DP baseline), aim (workload-aware DP) or anonymize (needs --config)."
+        "mst",
+        help="mst (fast DP baseline), aim (workload-aware DP), pe (Private Evolution: tables, or "
+        "text with --text-column) or anonymize (needs --config).",
     ),
     config: Path | None = typer.Option(
         None, "--config", "-c", help="anonymize: YAML config (quasi-identifiers, models)."
@@ -72,6 +75,44 @@ def release_command(
     memory_limit: str | None = typer.Option(
         None, help="duckdb: memory cap, e.g. 2GB (default: $SAFESHARE_DUCKDB_MEMORY or 2GB)."
     ),
+    iterations: int | None = typer.Option(
+        None, help="pe: iterations T (default 10 for tables, 5 for text)."
+    ),
+    samples: int | None = typer.Option(
+        None,
+        help="pe: samples per iteration (per label for text; default 1000 for tables, 400 with "
+        "--api word, 100 with a language model).",
+    ),
+    checkpoint: Path | None = typer.Option(
+        None, help="pe: folder keeping finished iterations; run the same command again to resume."
+    ),
+    text_column: str | None = typer.Option(
+        None, help="pe: synthesize this text column (text PE) instead of the table."
+    ),
+    label_column: str | None = typer.Option(
+        None, help="pe text: the label column; each label gets its own PE run."
+    ),
+    label_names: str | None = typer.Option(
+        None,
+        help="pe text: public label values and names, e.g. 0=negative,1=positive (else the "
+        "labels are found with DP).",
+    ),
+    api: str = typer.Option(
+        "word", help="pe text: word (public templates, no model), openai-compatible or local."
+    ),
+    base_url: str | None = typer.Option(
+        None, help="pe text, openai-compatible: the server, e.g. http://localhost:8000/v1."
+    ),
+    model: str | None = typer.Option(
+        None, help="pe text: the served model's name, or with --api local a model folder/.gguf."
+    ),
+    api_key_env: str = typer.Option(
+        "OPENAI_API_KEY", help="pe text: the environment variable holding the API key."
+    ),
+    max_new_tokens: int = typer.Option(64, help="pe text: longest reply, in tokens."),
+    vocabulary: Path | None = typer.Option(
+        None, help="pe text: a public vocabulary file (templates, words; default: reviews)."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
@@ -82,6 +123,40 @@ def release_command(
     total = None
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
+    if text_column is not None:
+        from safeshare.cli._pe import release_text_command
+        from safeshare.synth.pe.backends import TextBackend
+
+        if method != "pe":
+            raise InputError(f"--text-column needs --method pe (got --method {method})")
+        release_text_command(
+            data,
+            out=out,
+            text_column=text_column,
+            label_column=label_column,
+            label_names=label_names,
+            backend=TextBackend(
+                api,
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                max_new_tokens=max_new_tokens,
+                vocabulary=vocabulary,
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            iterations=iterations,
+            samples=samples,
+            holdout_fraction=holdout_fraction,
+            rows=rows,
+            seed=seed,
+            ledger=ledger,
+            total=total,
+            force=force,
+            checkpoint=checkpoint,
+            quiet=quiet,
+        )
+        return
     with progress_bar(quiet) as progress:
         result = release(
             data,
@@ -106,6 +181,7 @@ def release_command(
             memory_limit=memory_limit,
             spark_master=spark_master,
             output_format=output_format,
+            pe_options=_pe_options(method, iterations, samples, checkpoint),
         )
     if quiet:
         return
@@ -115,3 +191,19 @@ def release_command(
         anonymization_summary(result.card, str(out), result.warnings)
     else:
         release_summary(result.card, str(out), result.warnings)
+
+
+def _pe_options(
+    method: str, iterations: int | None, samples: int | None, checkpoint: Path | None
+) -> dict[str, object]:
+    """Tabular PE's settings; refused with another method."""
+    given: dict[str, object] = {
+        "iterations": iterations,
+        "samples_per_iteration": samples,
+        "checkpoint": checkpoint,
+    }
+    options: dict[str, object] = {k: v for k, v in given.items() if v is not None}
+    if options and method != "pe":
+        flags = ", ".join("--" + k.split("_")[0] for k in options)
+        raise InputError(f"{flags} apply to --method pe only (this run uses --method {method})")
+    return options

@@ -5,7 +5,9 @@ budget and every spend.  A spend is checked and committed in one ``BEGIN
 IMMEDIATE`` transaction *before* any noisy result is computed, so two processes
 releasing the same data at once cannot both pass the check, and a crash after the
 commit can only over-count, never under-count.  Releases compose by basic
-composition: their epsilons add up, and so do their deltas.
+composition: their epsilons add up, and so do their deltas.  A spend is refunded
+(:meth:`Ledger.refund`) only where a release failed for reasons of the machine, before it
+released anything: the refund is recorded next to the spend, which then stops counting.
 
 >>> import tempfile, pathlib
 >>> from safeshare.dp.budget import PrivacyBudget
@@ -21,6 +23,7 @@ safeshare.errors.BudgetExceededError: dataset 'patients.csv' (sha256 ab12...) ha
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sqlite3
@@ -51,6 +54,11 @@ CREATE TABLE IF NOT EXISTS spends (
     delta REAL NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS refunds (
+    spend_id INTEGER PRIMARY KEY REFERENCES spends(id),
+    reason TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 """
 
 
@@ -65,7 +73,10 @@ def default_ledger_path() -> Path:
 
 @dataclass(frozen=True)
 class LedgerStatus:
-    """A dataset's total budget and what its releases have spent."""
+    """A dataset's total budget and what its releases have spent.
+
+    ``spend_id``: the spend just recorded, in the status :meth:`Ledger.spend` returns.
+    """
 
     fingerprint: str
     name: str
@@ -73,6 +84,7 @@ class LedgerStatus:
     spent_epsilon: float
     spent_delta: float
     releases: int
+    spend_id: int | None = None
 
     @property
     def remaining_epsilon(self) -> float:
@@ -156,12 +168,36 @@ class Ledger:
                 )
                 status = LedgerStatus(fingerprint, name or fingerprint[:12], total, 0.0, 0.0, 0)
             _check(status, cost)
-            db.execute(
+            recorded = db.execute(
                 "INSERT INTO spends (fingerprint, label, epsilon, delta, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (fingerprint, label, cost.epsilon, cost.delta, _now()),
             )
             after = self._status(db, fingerprint)
+        if after is None:
+            raise LedgerError("the ledger lost a dataset inside a transaction")
+        return dataclasses.replace(after, spend_id=recorded.lastrowid)
+
+    def refund(self, spend_id: int, reason: str) -> LedgerStatus:
+        """Stop counting a spend whose release failed before releasing anything.
+
+        Only for failures of the machine (an engine's job, memory), whose message says
+        nothing about the data: a refusal of the data itself keeps its spend.
+
+        >>> import tempfile, pathlib
+        >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
+        >>> spent = ledger.spend("ab12", PrivacyBudget(1.0, 1e-9), label="mst")
+        >>> ledger.refund(spent.spend_id, "spark job failed").spent_epsilon
+        0.0
+        """
+        with self._transaction() as db:
+            row = db.execute("SELECT fingerprint FROM spends WHERE id = ?", (spend_id,)).fetchone()
+            if row is None:
+                raise LedgerError(f"the ledger has no spend {spend_id} to refund")
+            if db.execute("SELECT 1 FROM refunds WHERE spend_id = ?", (spend_id,)).fetchone():
+                raise LedgerError(f"spend {spend_id} was refunded already")
+            db.execute("INSERT INTO refunds VALUES (?, ?, ?)", (spend_id, reason, _now()))
+            after = self._status(db, row[0])
         if after is None:
             raise LedgerError("the ledger lost a dataset inside a transaction")
         return after
@@ -198,7 +234,9 @@ class Ledger:
         if row is None:
             return None
         spends = db.execute(
-            "SELECT epsilon, delta FROM spends WHERE fingerprint = ?", (fingerprint,)
+            "SELECT epsilon, delta FROM spends WHERE fingerprint = ? "
+            "AND id NOT IN (SELECT spend_id FROM refunds)",
+            (fingerprint,),
         ).fetchall()
         return LedgerStatus(
             fingerprint=fingerprint,

@@ -22,7 +22,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ import numpy as np
 
 from safeshare.data.table import CodedTable, Table
 from safeshare.engine.sql_table import SqlTable
-from safeshare.errors import InputError, MissingDependencyError
+from safeshare.errors import EngineJobError, InputError, MissingDependencyError
 
 if TYPE_CHECKING:
     from safeshare.engine.duckdb_source import DuckDBSource
@@ -122,10 +122,37 @@ class DuckDBEngine:
         try:  # a cursor per statement: an unfinished result never blocks the next one
             return self._con.cursor().execute(sql)
         except duckdb.OutOfMemoryException:
-            raise InputError(
+            raise EngineJobError(
                 f"DuckDB ran out of memory under its limit of {self.memory_limit}; "
                 "raise it with --memory-limit or free disk space for spilling"
             ) from None
+
+    def arrow(self, sql: str) -> Any:
+        """The (small) result of one query as a pyarrow Table."""
+        return next(self._arrow(sql, None))
+
+    def stream(self, sql: str, rows: int) -> Iterator[Any]:
+        """The result of one query as Arrow record batches of at most ``rows`` rows, streamed."""
+        return self._arrow(sql, rows)
+
+    def _arrow(self, sql: str, rows: int | None) -> Iterator[Any]:
+        if self._con is None:
+            raise InputError("this DuckDB engine is closed; open a new one")
+        duckdb = require_duckdb()
+        cursor = self._con.cursor()  # (kept alive while the batches are read)
+        try:
+            relation = cursor.sql(sql)
+            if rows is None:
+                yield relation.to_arrow_table()
+            else:
+                yield from relation.to_arrow_reader(rows)
+        except duckdb.OutOfMemoryException:
+            raise EngineJobError(
+                f"DuckDB ran out of memory under its limit of {self.memory_limit}; "
+                "raise it with --memory-limit or free disk space for spilling"
+            ) from None
+        finally:
+            cursor.close()
 
     def fresh_name(self, stem: str) -> str:
         """A new table name in this engine's database."""

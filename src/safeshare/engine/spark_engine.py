@@ -122,10 +122,17 @@ class SparkEngine:
         if self._closed:
             return
         self._closed = True
+        if self._stopped():  # stopped under this engine: its views went with it
+            self._views.clear()
+            return
         for view in list(self._views):
             self.drop(view)
         if self._owns_session:
             quietly(self.spark.stop)
+
+    def _stopped(self) -> bool:
+        """Whether Spark's context was stopped under this engine (by its owner, or a crash)."""
+        return getattr(self.spark.sparkContext, "_jsc", None) is None  # pyspark clears it
 
     def __enter__(self) -> SparkEngine:
         return self
@@ -149,6 +156,10 @@ class SparkEngine:
         """
         if self._closed:
             raise InputError("this Spark engine is closed; open a new one")
+        if self._stopped():
+            raise SparkJobError(
+                f"the Spark session was stopped before {step}; start it again and rerun"
+            )
         try:
             return work()
         except spark_errors() as err:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from safeshare.errors import MissingDependencyError, SafeshareError
+from safeshare.errors import EngineJobError, MissingDependencyError
 
 DEFAULT_MASTER = "local[2]"
 _DEFAULT_CONF: dict[str, str] = {
@@ -28,7 +28,7 @@ _INSTALL_JAVA = (
 )
 
 
-class SparkJobError(SafeshareError, RuntimeError):
+class SparkJobError(EngineJobError):
     """A Spark job failed; the message names the step and Spark's error class (no data)."""
 
 

@@ -60,12 +60,14 @@ from safeshare.release.output import (
     sample_release,
     write_release,
 )
+from safeshare.release.resume import refund_on_engine_failure, spend_once
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
+from safeshare.synth.pe.synthesizer import TabularPE
 
-METHODS = ("mst", "aim", "anonymize")
+METHODS = ("mst", "aim", "pe", "anonymize")
 DOMAIN_SHARE = 0.1  # share of rho spent discovering domains, when the schema leaves some open
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
 
@@ -105,6 +107,7 @@ def release(
     memory_limit: str | None = None,
     spark_master: str | None = None,
     output_format: str = "csv",
+    pe_options: Mapping[str, Any] | None = None,
 ) -> ReleaseResult | AnonymizedRelease:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
@@ -112,19 +115,18 @@ def release(
     first time (default: this release's own budget).  ``seed`` makes the run
     reproducible and *not* private against whoever knows the seed.  ``method="anonymize"``
     runs :func:`safeshare.release.anonymize.release_anonymized` with ``config`` instead
-    (no DP: the budget, schema and ledger arguments do not apply).  ``engine`` picks who
+    (no DP: the budget, schema and ledger arguments do not apply; the engine ones do).
+    ``engine`` picks who
     counts: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at most
     ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, or what ``spark-submit``
     gives), ``auto`` by the input's size; the release is the same.  ``output_format`` writes
     the records as ``synthetic.csv`` or ``synthetic.parquet`` (streamed, for large releases).
+    ``method="pe"``: tabular Private Evolution; ``pe_options`` go to
+    :class:`~safeshare.synth.pe.synthesizer.TabularPE` (``iterations``,
+    ``samples_per_iteration``, ``variation_degrees``).
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    if method == "anonymize" and engine in ("duckdb", "spark"):
-        raise InputError(
-            f"--method anonymize runs in memory for now; drop --engine {engine} "
-            "(or use --engine numpy)"
-        )
     if method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
         if config is None:
             raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
@@ -135,6 +137,9 @@ def release(
             force=force,
             dataset_name=dataset_name,
             progress=progress,
+            engine=engine,
+            memory_limit=memory_limit,
+            spark_master=spark_master,
         )
     report = progress or no_progress
     budget = PrivacyBudget(epsilon, delta)
@@ -176,6 +181,7 @@ def release(
                 "workload": workload,
                 "max_model_size": max_model_size,
                 "time_limit": time_limit,
+                "pe_options": dict(pe_options or {}),
             },
         )
 
@@ -217,6 +223,7 @@ def _release_input(
     synthesizer = _synthesizer(
         method,
         rho,
+        budget.delta,
         seed,
         _subrange(report, 0.2, 0.8),
         constraints=constraints,
@@ -228,81 +235,91 @@ def _release_input(
     planned.check_within(budget)
     if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
         synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
-    _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
+    if isinstance(synthesizer, TabularPE):
+        synthesizer.check_useful(n_train)
+    else:
+        _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
 
     # the rows discovery reads are fetched before the spend: a failed engine job here costs nothing
     discovery_rows = data.discovery_frame()
     ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    status = ledger.spend(
+    checkpoint = _checkpoint(synthesizer, discovery)
+    spend = spend_once(
+        ledger,
         data.fingerprint,
         budget,
-        label=f"release {method}",
+        f"release {method}",
+        checkpoint,
         name=data.name,
         default_total=total_budget,
     )
+    status = spend.status
 
-    report("discovering the domain", 0.1)
-    domain, notes = resolve_domain(decisions, discovery, discovery_rows, rand)
-    parts = data.encode(domain)
-    train, holdout = parts.train_sample, parts.holdout_sample
+    # an engine's failed job refunds the spend: nothing is released before the final write
+    with refund_on_engine_failure(ledger, spend, checkpoint):
+        report("discovering the domain", 0.1)
+        domain, notes = resolve_domain(decisions, discovery, discovery_rows, rand)
+        parts = data.encode(domain)
+        train, holdout = parts.train_sample, parts.holdout_sample
 
-    report("synthesizing", 0.2)
-    synthesizer.fit(parts.train)
-    rows_out = synthesizer.default_rows() if rows is None else rows
-    sampled = sample_release(synthesizer, rows_out, rng, out.parent, output_format)
-    try:  # a streamed file never outlives a failed run
-        synthetic = sampled.first
-        if len(synthetic) > EVALUATION_ROWS:
-            synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
-        accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
-        epsilon_spent = accountant.check_within(budget)
+        report("synthesizing", 0.2)
+        synthesizer.fit(parts.train)
+        rows_out = synthesizer.default_rows() if rows is None else rows
+        sampled = sample_release(synthesizer, rows_out, rng, out.parent, output_format)
+        try:  # a streamed file never outlives a failed run
+            synthetic = sampled.first
+            if len(synthetic) > EVALUATION_ROWS:
+                synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
+            accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
+            epsilon_spent = accountant.check_within(budget)
 
-        report("evaluating", 0.8)
-        utility, risk = evaluate_release(synthetic, train, holdout, rng)
-        assessment = _attack(synthetic, train, holdout, rng)
-        card = card_module.build_card(
-            method=method,
-            budget=budget,
-            epsilon_spent=epsilon_spent,
-            accountant=accountant,
-            secure_noise=rand.secure,
-            decisions=decisions,
-            domain=domain,
-            name=data.name,
-            fingerprint=data.fingerprint,
-            rows_in=len(data),
-            rows_train=n_train,
-            rows_holdout=n_holdout,
-            rows_out=rows_out,
-            holdout_fraction=holdout_fraction,
-            utility=utility,
-            risk=risk,
-            ledger=ledger_summary(ledger, status),
-            notes=notes + parts.notes + synthesizer.describe().get("notes", []),
-            model=synthesizer.describe(),
-            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            version=__version__,
-        )
-        report("writing", 0.9)
-        if assessment is not None:
-            card["metrics"]["evaluation"] = assessment.to_dict()
-        card["engine"] = data.describe()
-        card["synthetic_file"] = f"synthetic.{output_format}"
-        card = card_module.as_json(card)
-        html = render_report(
-            card, train=train, synthetic=synthetic, risk=risk, assessment=assessment
-        )
-        write_release(
-            out,
-            {card["synthetic_file"]: sampled.content, "card.json": card, "report.html": html},
-            force,
-        )
-    finally:
-        sampled.discard()
+            report("evaluating", 0.8)
+            utility, risk = evaluate_release(synthetic, train, holdout, rng)
+            assessment = _attack(synthetic, train, holdout, rng)
+            card = card_module.build_card(
+                method=method,
+                budget=budget,
+                epsilon_spent=epsilon_spent,
+                accountant=accountant,
+                secure_noise=rand.secure,
+                decisions=decisions,
+                domain=domain,
+                name=data.name,
+                fingerprint=data.fingerprint,
+                rows_in=len(data),
+                rows_train=n_train,
+                rows_holdout=n_holdout,
+                rows_out=rows_out,
+                holdout_fraction=holdout_fraction,
+                utility=utility,
+                risk=risk,
+                ledger=ledger_summary(ledger, status),
+                notes=notes + parts.notes + synthesizer.describe().get("notes", []),
+                model=synthesizer.describe(),
+                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                version=__version__,
+            )
+            report("writing", 0.9)
+            if assessment is not None:
+                card["metrics"]["evaluation"] = assessment.to_dict()
+            card["engine"] = data.describe()
+            card["synthetic_file"] = f"synthetic.{output_format}"
+            card = card_module.as_json(card)
+            html = render_report(
+                card, train=train, synthetic=synthetic, risk=risk, assessment=assessment
+            )
+            write_release(
+                out,
+                {card["synthetic_file"]: sampled.content, "card.json": card, "report.html": html},
+                force,
+            )
+        finally:
+            sampled.discard()
     report("done", 1.0)
     # folding and clipping are expected where DP chose the domain; against a schema they are news
     declared = [d.name for d in decisions if d.source is Source.SCHEMA]
     warnings = parts.report.warnings(declared) + notes
+    warnings += synthesizer.describe().get("warnings", [])
     return ReleaseResult(out, card, sampled.first_frame, warnings)
 
 
@@ -352,6 +369,7 @@ def _plan_discovery(
 def _synthesizer(
     method: str,
     rho: float,
+    delta: float,
     seed: int | None,
     progress: Progress,
     *,
@@ -359,7 +377,10 @@ def _synthesizer(
     max_model_size: float,
     time_limit: float | None,
     constraints: list[dict[str, Any]],
-) -> MST | AIM:
+    pe_options: dict[str, Any],
+) -> MST | AIM | TabularPE:
+    if method == "pe":
+        return TabularPE(rho=rho, delta=delta, rng=seed, progress=progress, **pe_options)
     if method == "aim":
         return AIM(
             rho=rho,
@@ -423,6 +444,18 @@ def resolve_domain(
         elif d.source is Source.NOT_DP:
             columns.append(infer_column_unsafe(frame[d.name], d))
     return Domain(tuple(columns)), list(found.notes)
+
+
+def _checkpoint(synthesizer: MST | AIM | TabularPE, discovery: DiscoveryPlan) -> Path | None:
+    """PE's checkpoint folder; a resumed run must not discover the domain again (new noise)."""
+    folder = synthesizer.checkpoint if isinstance(synthesizer, TabularPE) else None
+    if folder is not None and discovery.targets:
+        raise InputError(
+            "--checkpoint with --method pe needs a schema that declares every column's domain "
+            f"({len(discovery.targets)} column(s) would be discovered again, with new noise, on "
+            "resume); pass --schema, or drop --checkpoint"
+        )
+    return None if folder is None else Path(folder)
 
 
 def _subrange(report: Progress, start: float, stop: float) -> Progress:

@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -162,12 +162,21 @@ def _reply_text(raw: bytes, url: str) -> str:
     return content.strip() if isinstance(content, str) else ""
 
 
+class Chat(Protocol):
+    """What the LLM APIs need of a model: replies to conversations (a server or a local model)."""
+
+    def chat_many(self, conversations: Sequence[Sequence[dict[str, str]]], seed: int) -> list[str]:
+        """One reply per conversation, in order."""
+        ...
+
+
 class LLMTextAPI:
-    """PE's random and variation APIs through a :class:`ChatClient` and Aug-PE prompts."""
+    """PE's random and variation APIs through a :class:`ChatClient` (or any :class:`Chat`) and
+    Aug-PE prompts."""
 
     def __init__(
         self,
-        client: ChatClient,
+        client: Chat,
         *,
         label: str | None = None,
         vocabulary: Vocabulary | None = None,
@@ -177,7 +186,9 @@ class LLMTextAPI:
     ) -> None:
         self.client = client
         self.label = label
-        self.words = WordAPI(vocabulary or Vocabulary.bundled("reviews"), label=label)
+        words = vocabulary or Vocabulary.bundled("reviews")
+        # the fallback texts use the label's sections where the vocabulary has them
+        self.words = WordAPI(words, label=label if label in words.labels() else None)
         self.prompts = prompts or load_prompts()
         self.keywords = keywords
         self.column = column
@@ -227,6 +238,21 @@ class LLMTextAPI:
         return out
 
     def _checked(self, replies: list[str], fallback: list[str]) -> list[str]:
-        good = [r if r.strip() else f for r, f in zip(replies, fallback, strict=True)]
-        self.failures += sum(1 for r in replies if not r.strip())
+        cleaned = [clean_reply(r) for r in replies]
+        good = [r if r else f for r, f in zip(cleaned, fallback, strict=True)]
+        self.failures += sum(1 for r in cleaned if not r)
         return good
+
+
+def clean_reply(reply: str) -> str:
+    """A reply's text, or "" when it is malformed: no letters or digits, or blanks left unfilled.
+
+    >>> clean_reply('  "Great food."  '), clean_reply("..."), clean_reply("The _ was good")
+    ('Great food.', '', '')
+    """
+    text = reply.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    if not any(c.isalnum() for c in text) or "_" in text.split():
+        return ""
+    return text

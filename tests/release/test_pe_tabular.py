@@ -1,0 +1,80 @@
+"""Tabular Private Evolution through the release pipeline: card, report, ledger, checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from safeshare.dp.ledger import Ledger
+from safeshare.errors import BudgetError, InputError
+from safeshare.release import release
+from safeshare.synth.pe.synthesizer import QUALITY_WARNING
+
+FAST = {"iterations": 3, "samples_per_iteration": 200}
+
+
+def test_pe_release_states_its_accounting_and_quality_and_resumes(tmp_path, fair):
+    frame, schema = fair
+    ledger = tmp_path / "ledger.sqlite"
+    options = {**FAST, "checkpoint": tmp_path / "run"}
+    common = dict(schema=schema, method="pe", seed=0, ledger=ledger, dataset_name="fair")
+    result = release(frame, out=tmp_path / "out", epsilon=1.0, pe_options=options, **common)
+    card = json.loads((tmp_path / "out" / "card.json").read_text())
+    assert card["method"] == "pe" and card["domain_source"] == "schema"
+    model = card["model"]
+    assert model["iterations"] == 3 and model["samples_per_iteration"] == [200] * 3
+    assert model["sigma"] == pytest.approx((3 / (2 * card["budget"]["rho"])) ** 0.5)
+    assert model["gdp_mu"] == pytest.approx(3**0.5 / model["sigma"])
+    # the exact GDP epsilon of the histograms is below the budget the RDP accountant fills
+    assert model["epsilon_exact_gdp"] < card["epsilon_spent"] <= 1.0 + 1e-9
+    assert "Gaussian DP" in model["accountant"] and model["public"] and model["private"]
+    assert [i["step"] for i in card["budget"]["items"]] == [
+        f"pe: nearest-neighbour histogram {t}/3" for t in (1, 2, 3)
+    ]
+    # the quality warning is stated next to the figures, in the card, report and warnings
+    assert model["quality_warning"] == QUALITY_WARNING and QUALITY_WARNING in card["notes"]
+    assert QUALITY_WARNING in result.warnings
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "0.52" in html and "far below AIM" in html
+    assert card["rows_out"] == len(result.synthetic) > 0
+    assert set(result.synthetic.columns) == set(frame.columns) - {
+        n for n, c in card["columns"].items() if c["dropped"]
+    }
+    assert Ledger(ledger).find("fair").spent_epsilon == 1.0
+
+    # the same command again resumes from the checkpoint: no second charge, the same DP votes
+    assert (tmp_path / "run" / "spend.json").is_file()
+    again = release(frame, out=tmp_path / "b", holdout_fraction=0, pe_options=options, **common)
+    status = Ledger(ledger).find("fair")
+    assert status.releases == 1 and status.spent_epsilon == 1.0
+    assert again.card["model"]["sigma"] == model["sigma"]
+    with pytest.raises(InputError, match="belongs to another release"):
+        release(frame, out=tmp_path / "c", epsilon=2.0, pe_options=options, **common)
+
+
+def test_a_checkpoint_needs_a_schema_and_refusals_cost_nothing(tmp_path, fair):
+    frame, _ = fair
+    ledger = tmp_path / "ledger.sqlite"
+    with pytest.raises(InputError, match="needs a schema"):
+        release(
+            frame,
+            out=tmp_path / "o",
+            method="pe",
+            ledger=ledger,
+            dataset_name="fair",
+            pe_options={**FAST, "checkpoint": tmp_path / "run"},
+        )
+    with pytest.raises(BudgetError, match="samples_per_iteration <="):
+        release(
+            frame,
+            schema=fair[1],
+            out=tmp_path / "o",
+            method="pe",
+            epsilon=0.01,
+            ledger=ledger,
+            dataset_name="fair",
+            pe_options={"iterations": 10, "samples_per_iteration": 5000},
+        )
+    assert Ledger(ledger).find("fair") is None and not Path(tmp_path / "o").exists()
