@@ -11,7 +11,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "train.md"
 def test_the_train_page_runs(capsys):
     pytest.importorskip("opacus")
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     namespace: dict = {}
     for code in blocks:
         exec(compile(code, str(DOC), "exec"), namespace)
@@ -20,3 +20,4 @@ def test_the_train_page_runs(capsys):
     assert "poisson" in printed and "AUC" in printed
     assert "empirical epsilon >= 2.31195" in printed
     assert "the model claims no DP guarantee" in printed
+    assert "LiRA (online, 2 shadow models" in printed

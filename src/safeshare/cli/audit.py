@@ -1,11 +1,13 @@
-"""``safeshare audit``: audit the training procedure behind a model with canaries.
+"""``safeshare audit``: audit the training procedure behind a model with canaries or LiRA.
 
-It re-trains, at the settings on the model's card (epsilon, delta, batch, epochs,
-clipping, MLP size), on the training data plus canaries, half of them inserted, and
-turns how much lower the inserted canaries' losses are into an empirical epsilon
-lower bound (one-run audit), a membership attack and exposures.  It audits the
-*procedure*, not the saved weights (which were trained without canaries).  Its
-output is for the data owner: it reads the data without DP.
+``--attack canaries`` (the default) re-trains, at the settings on the model's card
+(epsilon, delta, batch, epochs, clipping, MLP size), on the training data plus
+canaries, half of them inserted, and turns how much lower the inserted canaries'
+losses are into an empirical epsilon lower bound (one-run audit), a membership attack
+and exposures.  ``--attack lira`` trains a target model and ``--shadows`` shadow models
+at the same settings on random halves of the data and runs LiRA (Carlini et al. 2022)
+on every record: AUC and TPR at low FPR.  Both audit the *procedure*, not the saved
+weights.  The output is for the data owner: it reads the data without DP.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def _settings(model: Path) -> dict[str, Any]:
             f"{str(path)!r} does not exist; give the directory `safeshare train` wrote"
         )
     card = json.loads(path.read_text(encoding="utf-8"))
+    if card.get("model", {}).get("kind") == "text classifier":
+        raise InputError(
+            f"{str(path)!r} is a text classifier's card; `safeshare audit` audits the MLP "
+            "classifiers of `safeshare train` without --text-column"
+        )
     privacy, training, layers = card.get("privacy", {}), card.get("training", {}), None
     layers = card.get("model", {}).get("layers")
     if privacy.get("epsilon_budget") is None or not layers:
@@ -60,7 +67,14 @@ def audit_command(
     model: Path = typer.Argument(..., help="A model directory written by `safeshare train`."),
     data: Path = typer.Option(..., "--data", help="The training data (CSV/TSV or Parquet)."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write audit.json, report.txt."),
+    attack: str = typer.Option(
+        "canaries", "--attack", help="canaries (one-run audit) or lira (shadow models)."
+    ),
     canaries: int = typer.Option(1000, "--canaries", help="Canaries (about half inserted)."),
+    shadows: int = typer.Option(8, "--shadows", help="LiRA: shadow models (even)."),
+    offline: bool = typer.Option(
+        False, "--offline", help="LiRA: the offline variant (OUT shadows only)."
+    ),
     kind: str = typer.Option("random-label", help="random-label or out-of-distribution."),
     schema: Path | None = typer.Option(None, help="The YAML schema the model was trained with."),
     significance: float = typer.Option(0.05, help="The audit holds with 1 - significance."),
@@ -68,15 +82,19 @@ def audit_command(
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
-    """Audit a model's DP training procedure with canaries: an empirical epsilon lower bound."""
+    """Audit a model's DP training procedure with canaries (an empirical epsilon lower bound)
+    or with LiRA (membership inference with shadow models)."""
     import numpy as np
 
     from safeshare.dp.randomness import Randomness
+    from safeshare.errors import InputError
     from safeshare.release.output import check_output, write_release
     from safeshare.release.training import prepare_table, read_table
     from safeshare.train.canaries import audit_training
     from safeshare.train.tabular import train_tabular
 
+    if attack not in ("canaries", "lira"):
+        raise InputError(f"--attack {attack!r} is unknown; use canaries or lira")
     check_output(out, force)
     settings = _settings(model)
     target = settings.pop("target")
@@ -96,18 +114,38 @@ def audit_command(
             train_seed = None if seed is None else int(rng.integers(2**62))
             return train_tabular(table, target, rng=train_seed, progress=progress, **settings)
 
-        result = audit_training(
-            prepared.table,
-            target,
-            procedure,
-            canaries=canaries,
-            kind=kind,
-            significance=significance,
-            rng=rng if seed is not None else np.random.default_rng(),
-        )
+        generator = rng if seed is not None else np.random.default_rng()
+        result: Any
+        if attack == "lira":
+            from safeshare.train.lira import lira_audit
+
+            result = lira_audit(
+                prepared.table,
+                target,
+                procedure,
+                shadows=shadows,
+                online=not offline,
+                rng=generator,
+                progress=progress,
+            )
+        else:
+            result = audit_training(
+                prepared.table,
+                target,
+                procedure,
+                canaries=canaries,
+                kind=kind,
+                significance=significance,
+                rng=generator,
+            )
     report = {
-        "audited": "the DP-SGD training procedure at the model's settings (one run on the data "
-        "plus canaries), not the saved weights",
+        "audited": (
+            "the DP-SGD training procedure at the model's settings (one run on the data plus "
+            "canaries), not the saved weights"
+            if attack == "canaries"
+            else f"the DP-SGD training procedure at the model's settings (a target and {shadows} "
+            "shadow models, each on a random half of the data), not the saved weights"
+        ),
         "model": str(model),
         "settings": {"target": target, **settings},
         "not_dp": "this audit reads the private data without DP; it is for the data owner",

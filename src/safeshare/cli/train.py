@@ -1,12 +1,16 @@
 """``safeshare train``: a DP-SGD classifier from a CSV/Parquet file, with a card.
 
 The job itself (reading, the domain, the ledger, training, the card) is
-:func:`safeshare.release.training.train_release`.
+:func:`safeshare.release.training.train_release` (an MLP over the table's columns) or,
+with ``--text-column``, :func:`safeshare.release.text_training.train_text_release`
+(all-MiniLM-L6-v2's top layer(s) and a head, fine-tuned on the texts).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -26,14 +30,35 @@ def train_command(
     schema: Path | None = typer.Option(
         None, help="YAML schema of public facts (kinds, categories, bounds, roles)."
     ),
-    epochs: float = typer.Option(5.0, help="Passes over the data (expected, Poisson sampling)."),
-    batch_size: int = typer.Option(512, "--batch-size", help="Expected batch size."),
+    text_column: str | None = typer.Option(
+        None,
+        "--text-column",
+        help="Train a text classifier (all-MiniLM-L6-v2, top layer(s) + head) on this column.",
+    ),
+    epochs: float | None = typer.Option(
+        None, help="Passes over the data (expected, Poisson sampling); default 5, text 3."
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", help="Expected batch size; default 512, text 256."
+    ),
     hidden: int = typer.Option(64, help="Hidden units of the MLP."),
-    learning_rate: float = typer.Option(2e-3, "--learning-rate", help="Adam's learning rate."),
+    learning_rate: float | None = typer.Option(
+        None, "--learning-rate", help="Adam's learning rate; default 2e-3, text (the head's) 1e-2."
+    ),
+    layer_learning_rate: float = typer.Option(
+        1e-4, "--layer-learning-rate", help="Text: Adam's learning rate of the trained layers."
+    ),
+    max_length: int = typer.Option(
+        64, "--max-length", help="Text: tokens kept per text (longer ones are truncated)."
+    ),
+    train_layers: int = typer.Option(
+        1, "--train-layers", help="Text: top transformer layers trained (the rest frozen)."
+    ),
     max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Per-record clipping norm."),
-    clipping: str = typer.Option(
-        "linear-ghost",
-        help="linear-ghost (default: exact for the MLP, fastest), ghost or hooks (Opacus's).",
+    clipping: str | None = typer.Option(
+        None,
+        help="linear-ghost (MLP default: exact, fastest), ghost (text default) or hooks "
+        "(Opacus's).",
     ),
     accountant: str = typer.Option("pld", help="pld (tight, default) or rdp."),
     seed: int | None = typer.Option(
@@ -54,39 +79,65 @@ def train_command(
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
-    """Train a DP-SGD MLP classifier on a table; write the weights and a privacy card."""
+    """Train a DP-SGD classifier (an MLP, or a text model with --text-column); write a card."""
     from safeshare.errors import BudgetError
-    from safeshare.release.training import TrainingSettings, train_release
     from safeshare.train.accounting import ACCOUNTANTS
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
-    settings = TrainingSettings(
-        epochs=epochs,
-        batch_size=batch_size,
-        hidden=hidden,
-        learning_rate=learning_rate,
-        max_grad_norm=max_grad_norm,
-        clipping=clipping,
-        accountant=accountant,  # type: ignore[arg-type]
-    )
+    common: dict[str, Any] = {
+        "epsilon": epsilon,
+        "delta": delta,
+        "schema_path": schema,
+        "unsafe_infer": unsafe_infer,
+        "seed": seed,
+        "ledger": ledger,
+        "total_epsilon": total_epsilon,
+        "total_delta": total_delta,
+        "force": force,
+    }
     with progress_bar(quiet) as progress:
-        model = train_release(
-            data,
-            target,
-            out,
-            epsilon=epsilon,
-            delta=delta,
-            schema_path=schema,
-            settings=settings,
-            unsafe_infer=unsafe_infer,
-            seed=seed,
-            ledger=ledger,
-            total_epsilon=total_epsilon,
-            total_delta=total_delta,
-            force=force,
-            progress=progress,
-        )
+        if text_column is not None:
+            from safeshare.release.text_training import train_text_release
+            from safeshare.train.text import TextSettings
+
+            text_settings = TextSettings(
+                max_length=max_length,
+                train_layers=train_layers,
+                epochs=3.0 if epochs is None else epochs,
+                batch_size=256 if batch_size is None else batch_size,
+                learning_rate=1e-2 if learning_rate is None else learning_rate,
+                layer_learning_rate=layer_learning_rate,
+                max_grad_norm=max_grad_norm,
+                clipping="ghost" if clipping is None else clipping,
+                accountant=accountant,  # type: ignore[arg-type]
+            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UserWarning)
+                model: Any = train_text_release(
+                    data,
+                    target,
+                    text_column,
+                    out,
+                    settings=text_settings,
+                    progress=progress,
+                    **common,
+                )
+            for warning in caught:  # e.g. how many texts were truncated (never a text)
+                console.print(f"[yellow]warning:[/] {warning.message}")
+        else:
+            from safeshare.release.training import TrainingSettings, train_release
+
+            settings = TrainingSettings(
+                epochs=5.0 if epochs is None else epochs,
+                batch_size=512 if batch_size is None else batch_size,
+                hidden=hidden,
+                learning_rate=2e-3 if learning_rate is None else learning_rate,
+                max_grad_norm=max_grad_norm,
+                clipping="linear-ghost" if clipping is None else clipping,
+                accountant=accountant,  # type: ignore[arg-type]
+            )
+            model = train_release(data, target, out, settings=settings, progress=progress, **common)
     card = model.card
     if quiet:
         return
@@ -97,6 +148,9 @@ def train_command(
         f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
         f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}"
     )
+    if text_column is not None:
+        spec = card["model"]
+        stdout.print(f"model      {spec['trained']}; max {spec['max_length']} tokens per text")
     stdout.print(f"domain     {card['domain_source']}")
     for line in card["notes"]:
         console.print(f"[yellow]note:[/] {line}")

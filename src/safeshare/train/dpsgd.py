@@ -171,14 +171,24 @@ def run_dpsgd(
     seeded: bool,
     progress: Callable[[str, float], None] | None = None,
 ) -> DPSGDRun:
-    """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD."""
+    """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD.
+
+    ``features`` is one tensor, or a tuple of tensors (one row per record each) that the
+    module takes as its positional inputs, e.g. hidden states and an attention mask.
+    """
     torch, _ = require_torch()
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
+    inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
     if settings.clipping == "linear-ghost":
         from safeshare.train.clipping import check_linear_network
 
+        if len(inputs) != 1:
+            raise InputError(
+                "linear-ghost clipping takes one feature matrix; for a module with several "
+                "inputs use clipping='ghost' (Opacus)"
+            )
         check_linear_network(module)
     q, steps = settings.sampling_rate, settings.steps
     sigma = calibrate_noise(
@@ -186,7 +196,7 @@ def run_dpsgd(
     )
     spent = dpsgd_epsilon(sigma, q, steps, settings.delta, accountant=settings.accountant)
     loader = DPDataLoader(
-        torch.utils.data.TensorDataset(features, labels), sample_rate=q, generator=generator
+        torch.utils.data.TensorDataset(*inputs, labels), sample_rate=q, generator=generator
     )
     check_poisson_loader(loader, q)
     secure = not seeded and secure_noise_available()
@@ -196,7 +206,7 @@ def run_dpsgd(
     if settings.clipping == "linear-ghost":
         taken = _run_linear_ghost(
             module,
-            features,
+            inputs[0],
             labels,
             settings,
             loader,
@@ -282,11 +292,11 @@ def _steps(
     """Exactly ``steps`` optimizer steps over Poisson batches (the accounted number)."""
     taken = 0
     while taken < steps:
-        for batch_x, batch_y in loader:
+        for *batch_x, batch_y in loader:
             if taken == steps:
                 break
             optimizer.zero_grad()
-            loss = criterion(model(batch_x), batch_y)
+            loss = criterion(model(*batch_x), batch_y)
             loss.backward()
             optimizer.step()
             taken += 1

@@ -91,6 +91,10 @@ class TabularModel:
         with torch.no_grad():
             return self.module(torch.from_numpy(one_hot(table, self.features)))
 
+    def logits(self, table: Table) -> np.ndarray:
+        """``(rows, classes)`` logits (what LiRA turns into a confidence)."""
+        return np.asarray(self._logits(table).numpy(), dtype=np.float64)
+
     def predict(self, table: Table) -> np.ndarray:
         """The most likely class code of each row."""
         return np.asarray(self._logits(table).argmax(dim=1).numpy())
@@ -107,30 +111,35 @@ class TabularModel:
 
     def save(self, out: str | Path, *, force: bool = False) -> Path:
         """Write ``model.safetensors`` (weights only, no pickle) and ``card.json`` atomically."""
-        try:
-            from safetensors.torch import save_file
-        except ImportError:
-            raise InputError(
-                "saving a model needs safetensors: pip install 'safeshare[train]'"
-            ) from None
-        target = Path(out)
-        if target.exists() and not force:
-            raise OutputExistsError(f"output directory {str(target)!r} exists; pass force=True")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            weights = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
-            save_file(weights, str(staging / "model.safetensors"))
-            text = json.dumps(self.card, indent=2, allow_nan=False) + "\n"
-            (staging / "card.json").write_text(text, encoding="utf-8")
-            if target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            os.chmod(staging, 0o755)
-            staging.rename(target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return target
+        return write_model(out, self.module, self.card, force=force)
+
+
+def write_model(out: str | Path, module: Any, card: dict[str, Any], *, force: bool = False) -> Path:
+    """Write ``module``'s weights (``model.safetensors``, no pickle) and ``card.json`` atomically."""
+    try:
+        from safetensors.torch import save_file
+    except ImportError:
+        raise InputError(
+            "saving a model needs safetensors: pip install 'safeshare[train]'"
+        ) from None
+    target = Path(out)
+    if target.exists() and not force:
+        raise OutputExistsError(f"output directory {str(target)!r} exists; pass force=True")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        weights = {k: v.detach().contiguous() for k, v in module.state_dict().items()}
+        save_file(weights, str(staging / "model.safetensors"))
+        text = json.dumps(card, indent=2, allow_nan=False) + "\n"
+        (staging / "card.json").write_text(text, encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        os.chmod(staging, 0o755)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
 
 
 def train_tabular(
