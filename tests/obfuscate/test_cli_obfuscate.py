@@ -29,7 +29,11 @@ PUBLIC = [
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("obfuscate-cli")
     data = root / "texts.csv"
-    data.write_text("id,text\n" + "".join(f'{i},"{t}"\n' for i, t in enumerate(PRIVATE)))
+    labels = ["ham", "spam", "ham", "ham", "ham", "spam"]
+    data.write_text(
+        "id,text,label\n"
+        + "".join(f'{i},"{t}",{y}\n' for i, (t, y) in enumerate(zip(PRIVATE, labels, strict=True)))
+    )
     public = root / "public.txt"
     public.write_text("\n".join(PUBLIC) + "\n\n")
     return {"root": root, "data": data, "public": public}
@@ -41,9 +45,14 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     common = ["--data", str(files["data"]), "--text-column", "text", "--seed", "0"]
     trained = runner.invoke(
         obfuscate_app,
-        ["train", *common, "--out", str(transform), "--steps", "2", "--batch-size", "4"],
-    )
+        [
+            "train", *common, "--out", str(transform), "--steps", "2", "--batch-size", "4",
+            "--label-column", "label",
+        ],
+    )  # fmt: skip
     assert trained.exit_code == 0, trained.output
+    assert "classes ham, spam" in trained.output
+    assert (transform / "head.safetensors").is_file()
     assert "nearest-neighbour token recovery" in trained.output
     for name in ("transform.json", "transform.safetensors", "training.json"):
         assert (transform / name).is_file()
@@ -57,7 +66,8 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
         obfuscate_app,
         [
             "attack", "--transform", str(transform), *common, "--public", str(files["public"]),
-            "--out", str(out), "--beam", "4",
+            "--out", str(out), "--beam", "4", "--label-column", "label", "--sigmas", "0.1,0.3",
+            "--inverter-steps", "3",
         ],
     )  # fmt: skip
     assert attacked.exit_code == 0, attacked.output
@@ -69,7 +79,16 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     low, high = beam["interval"]
     assert 0.0 <= low <= beam["recovered"] <= high + 1e-12 and high <= 1.0 + 1e-12
     assert report["secure_noise"] is False and "empirical, not formal" in report["guarantee"]
-    written = (out / "attack.json").read_text() + (out / "report.md").read_text()
+    assert ("learned inversion network", "obfuscated") in rows
+    assert report["f1_positive_class"] == "spam" and 0.0 <= report["f1"] <= 1.0
+    assert 0.0 <= report["clean_f1"] <= 1.0
+    assert [c["sigma"] for c in report["conditions"]] == [None, 0.1, 0.3]
+    pii = {(row["attack"], row["kind"]): row for row in report["pii"]}
+    assert pii[("nearest neighbour", "name")]["entities"] == len(PRIVATE)
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "empirical, not formal" in html and "Planted PII" in html
+    assert "Gaussian noise σ=0.3" in html and "learned inversion network" in html
+    written = (out / "attack.json").read_text() + (out / "report.md").read_text() + html
     assert "Alice" not in written and "889213" not in written  # numbers only, no text
     assert "| nearest neighbour | obfuscated |" in (out / "report.md").read_text()
 
@@ -81,7 +100,7 @@ def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
         ["train", "--data", str(files["data"]), "--text-column", "body", "--out", "x"],
     )
     assert isinstance(wrong.exception, InputError)
-    assert "--text-column, one of ['id', 'text']" in str(wrong.exception)
+    assert "--text-column, one of ['id', 'text', 'label']" in str(wrong.exception)
     missing = runner.invoke(
         obfuscate_app,
         [

@@ -1,8 +1,10 @@
 """``safeshare obfuscate train|serve|attack``: learned obfuscation of model inputs.
 
 Thin: read the texts, call :mod:`safeshare.obfuscate`, print.  ``train`` writes a transform
-folder, ``serve`` runs the model server that accepts only obfuscated embeddings, ``attack``
-measures how many tokens the nearest-neighbour and BeamClean-style attacks recover.
+folder (with a classification head given ``--label-column``), ``serve`` runs the model server
+that accepts only obfuscated embeddings, ``attack`` measures how many tokens (and planted PII)
+the nearest-neighbour, BeamClean-style and learned inversion attacks recover, beside plain
+Gaussian noise, and writes an HTML report.
 """
 
 from __future__ import annotations
@@ -48,6 +50,23 @@ def read_texts(data: Path, column: str) -> list[str]:
     return texts
 
 
+def read_labelled(data: Path, column: str, label_column: str) -> tuple[list[str], list[str]]:
+    """Texts and labels of the rows where both are present."""
+    from safeshare.data import read_frame
+    from safeshare.errors import InputError
+
+    frame = read_frame(data, header=True)
+    for name, option in ((column, "--text-column"), (label_column, "--label-column")):
+        if name not in frame.columns:
+            raise InputError(
+                f"column {name!r} is not in {data}; pass {option}, one of {list(frame.columns)}"
+            )
+    rows = frame[[column, label_column]].dropna()
+    if rows.empty:
+        raise InputError(f"{data} has no row with both {column!r} and {label_column!r}")
+    return [str(t) for t in rows[column]], [str(label) for label in rows[label_column]]
+
+
 def read_lines(path: Path) -> list[str]:
     """The non-blank lines of a text file (one public text per line)."""
     from safeshare.errors import InputError, InputFileNotFoundError
@@ -65,6 +84,12 @@ def read_lines(path: Path) -> list[str]:
 def train_command(
     data: Path = typer.Option(..., "--data", help="CSV/TSV or Parquet file of texts."),
     text_column: str = typer.Option("text", "--text-column", help="The column of texts."),
+    label_column: str | None = typer.Option(
+        None,
+        "--label-column",
+        help="Also fit a classification head (logistic, on clean pooled embeddings) on this "
+        "column, saved with the transform for ObfuscatingClient.classify.",
+    ),
     out: Path = typer.Option(
         ..., "--out", "-o", help="Folder to write transform.safetensors + transform.json."
     ),
@@ -74,7 +99,10 @@ def train_command(
     ),
     steps: int = typer.Option(200, "--steps", help="Optimisation steps."),
     weight: float = typer.Option(
-        1.0, "--weight", help="Obfuscation weight: 0 keeps utility only, larger hides more."
+        0.2,
+        "--weight",
+        help="Obfuscation weight: 0 keeps utility only, larger hides more (on SMS spam 0.2 kept "
+        "F1 0.90 with 55% of tokens found by nearest neighbour; 1.0: F1 0.73, 0%).",
     ),
     batch_size: int = typer.Option(16, "--batch-size", help="Texts per step."),
     seed: int | None = typer.Option(
@@ -85,12 +113,17 @@ def train_command(
 ) -> None:
     """Train an obfuscation transform for a frozen model on texts; write it to --out."""
     from safeshare.errors import OutputExistsError
+    from safeshare.obfuscate.head import fit_head
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.training import train_transform
 
     if out.exists() and not force:
         raise OutputExistsError(f"{out} exists; choose another folder or pass --force")
-    texts = read_texts(data, text_column)
+    labels = None
+    if label_column is None:
+        texts = read_texts(data, text_column)
+    else:
+        texts, labels = read_labelled(data, text_column, label_column)
     frozen = load_model(model, max_length=max_length)
     with progress_bar(quiet) as progress:
         result = train_transform(
@@ -102,6 +135,8 @@ def train_command(
             seed=seed,
             progress=progress,
         )
+    if labels is not None:
+        result.transform.head = fit_head(frozen, texts, labels)
     result.transform.save(out, force=force)
     curve = [asdict(point) for point in result.curve]
     record = {"texts": len(texts), "steps": steps, "weight": weight, "seeded": result.seeded}
@@ -109,6 +144,9 @@ def train_command(
     if not quiet:
         last = result.curve[-1]
         stdout.print(f"written   {out}/transform.safetensors, transform.json, training.json")
+        if result.transform.head is not None:
+            classes = ", ".join(result.transform.head.classes)
+            stdout.print(f"head      logistic over pooled outputs, classes {classes}")
         stdout.print(
             f"probe     utility (cosine) {last.utility:.3f}, nearest-neighbour token "
             f"recovery {last.recovery:.1%}, noise level {last.noise_level:.2f}"
@@ -163,8 +201,32 @@ def attack_command(
         help="PUBLIC text file, one text per line: the attacker's side knowledge for the "
         "BeamClean-style noise estimate and bigram prior. Never the attacked texts.",
     ),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder to write attack.json + report.md."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="Folder to write attack.json, report.md and report.html."
+    ),
     text_column: str = typer.Option("text", "--text-column", help="The column of texts."),
+    label_column: str | None = typer.Option(
+        None,
+        "--label-column",
+        help="Labels: with a transform trained with --label-column, report the head's F1.",
+    ),
+    positive: str | None = typer.Option(
+        None, "--positive", help="The class F1 scores (default: the rarer one)."
+    ),
+    sigmas: str = typer.Option(
+        "0.1,0.2,0.3",
+        "--sigmas",
+        help="Plain Gaussian noise scales attacked side by side (comma-separated; '' for none).",
+    ),
+    inverter_steps: int = typer.Option(
+        300, "--inverter-steps", help="Training steps of the learned inversion attack (0: skip)."
+    ),
+    invert_baselines: bool = typer.Option(
+        False, "--invert-baselines", help="Run the learned inversion on the Gaussian rows too."
+    ),
+    plant_pii: bool = typer.Option(
+        True, "--plant-pii/--no-plant-pii", help="Plant synthetic names and numbers; report them."
+    ),
     model: str = typer.Option(DEFAULT_MODEL, "--model", help=MODEL_HELP),
     max_length: int = typer.Option(
         64, "--max-length", help="Tokens per text (longer: cut, warned)."
@@ -175,27 +237,69 @@ def attack_command(
     force: bool = typer.Option(False, "--force", help="Replace the output folder if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary."),
 ) -> None:
-    """Attack a transform: token recovery by nearest neighbour and BeamClean-style decoding."""
+    """Attack a transform (and Gaussian baselines): nearest neighbour, BeamClean-style, learned
+    inversion; planted-PII recovery; utility; an HTML report."""
     from safeshare.errors import InputError, OutputExistsError
     from safeshare.obfuscate.audit import attack_transform
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.transform import ObfuscationTransform
     from safeshare.release.output import write_release
+    from safeshare.report.obfuscation import render_obfuscation_report
 
     if out.exists() and not force:
         raise OutputExistsError(f"{out} exists; choose another folder or pass --force")
     if limit < 1:
         raise InputError(f"--limit must be >= 1, not {limit}")
-    texts = read_texts(data, text_column)[:limit]
+    try:
+        scales = [float(part) for part in sigmas.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--sigmas {sigmas!r} must be comma-separated numbers") from None
+    labels = None
+    if label_column is None:
+        texts = read_texts(data, text_column)[:limit]
+    else:
+        texts, labels = (part[:limit] for part in read_labelled(data, text_column, label_column))
     public_texts = read_lines(public)
     frozen = load_model(model, max_length=max_length)
     loaded = ObfuscationTransform.load(transform, frozen)
-    report = attack_transform(frozen, loaded, texts, public_texts, beam=beam, seed=seed)
-    files = {"attack.json": json.dumps(report.to_dict(), indent=2), "report.md": report.markdown()}
+    with progress_bar(quiet) as progress:
+        report = attack_transform(
+            frozen,
+            loaded,
+            texts,
+            public_texts,
+            labels=labels,
+            positive=positive,
+            sigmas=scales,
+            plant=plant_pii,
+            inverter_steps=inverter_steps,
+            invert_baselines=invert_baselines,
+            beam=beam,
+            seed=seed,
+            progress=progress,
+        )
+    record = report.to_dict()
+    files = {
+        "attack.json": json.dumps(record, indent=2),
+        "report.md": report.markdown(),
+        "report.html": render_obfuscation_report(record),
+    }
     write_release(out, files, force)
     if not quiet:
         for found in report.obfuscated:
             stdout.print(f"obfuscated  {found}")
         for found in report.clean:
             stdout.print(f"clean       {found}")
-        stdout.print(f"utility     mean cosine {report.utility:.3f} of outputs; written {out}")
+        for pii in report.pii:
+            stdout.print(
+                f"planted     {pii.attack}, {pii.kind}: {pii.tokens.value:.1%} of tokens, "
+                f"{pii.entities.value:.1%} of whole entities"
+            )
+        for condition in report.conditions[1:]:
+            best = max(found.recovered.value for found in condition.recoveries)
+            stdout.print(
+                f"baseline    {condition.name}: cosine {condition.utility:.3f}, up to "
+                f"{best:.1%} of tokens recovered"
+            )
+        f1 = "" if report.f1 is None else f", F1 {report.f1:.3f} ({report.positive})"
+        stdout.print(f"utility     mean cosine {report.utility:.3f} of outputs{f1}; written {out}")

@@ -2,8 +2,10 @@
 
 A client sends a frozen model not its tokens but a fresh random transform of their embeddings
 (:class:`ObfuscationTransform`, trained by :func:`train_transform` to keep the model's output
-while hiding the tokens); :func:`nearest_neighbour_attack` and :func:`beam_attack` measure how
-many tokens an attacker still recovers.  The guarantee is empirical, not formal.
+while hiding the tokens); :func:`nearest_neighbour_attack`, :func:`beam_attack` and the
+learned :func:`inversion_attack` measure how many tokens (and planted PII, :func:`plant_pii`)
+an attacker still recovers; a :class:`ClassificationHead` saved with the transform lets
+:class:`ObfuscatingClient` classify through the server.  The guarantee is empirical, not formal.
 
 Importing this package never imports torch: the names below load their module on first use.
 
@@ -39,29 +41,49 @@ _EXPORTS = {
     "serve_in_thread": "server",
     "AttackReport": "audit",
     "attack_transform": "audit",
+    "Condition": "audit",
+    "ClassificationHead": "head",
+    "fit_head": "head",
+    "Classification": "client",
+    "Inverter": "inversion",
+    "train_inverter": "inversion",
+    "inversion_attack": "inversion",
+    "PIIRecovery": "pii",
+    "plant_pii": "pii",
+    "score_pii": "pii",
 }
 
 __all__ = [
     "AttackReport",
     "BigramPrior",
+    "Classification",
+    "ClassificationHead",
+    "Condition",
     "CurvePoint",
     "FrozenModel",
+    "Inverter",
     "NoiseEstimate",
     "ObfuscatingClient",
     "ObfuscationTransform",
+    "PIIRecovery",
     "TokenRecovery",
     "TrainingResult",
     "TransformConfig",
     "attack_transform",
     "beam_attack",
     "create_app",
+    "fit_head",
     "gaussian_noise",
+    "inversion_attack",
     "load_model",
     "nearest_neighbour_attack",
+    "plant_pii",
+    "score_pii",
     "serve",
     "serve_in_thread",
     "table_fingerprint",
     "torch_generator",
+    "train_inverter",
     "train_transform",
 ]
 

@@ -91,6 +91,9 @@ class NoiseEstimate:
         return cls(delta.mean(axis=0), np.maximum(delta.std(axis=0), floor))
 
 
+BEAM_NAME = "beam search (BeamClean-style)"
+
+
 def beam_attack(
     model: FrozenModel,
     embeds: Any,
@@ -104,13 +107,38 @@ def beam_attack(
     prior_weight: float = 1.0,
 ) -> TokenRecovery:
     """BeamClean-style decoding: Gaussian likelihood of each token times a bigram prior."""
+    guessed = beam_tokens(
+        model,
+        embeds,
+        attention_mask,
+        noise,
+        prior,
+        beam=beam,
+        candidates=candidates,
+        prior_weight=prior_weight,
+    )
+    return recovery(model, guessed, input_ids, attention_mask, BEAM_NAME)
+
+
+def beam_tokens(
+    model: FrozenModel,
+    embeds: Any,
+    attention_mask: Any,
+    noise: NoiseEstimate,
+    prior: BigramPrior,
+    *,
+    beam: int = 8,
+    candidates: int = 16,
+    prior_weight: float = 1.0,
+) -> Any:
+    """The token ids :func:`beam_attack` decodes (``(n, length)``; 0 at padding)."""
     torch = require_torch()
     table = model.table.detach()
     shift = torch.as_tensor(noise.shift, dtype=table.dtype)
     scale = torch.as_tensor(noise.scale, dtype=table.dtype)
     rows = table / scale
     row_norms = (rows**2).sum(dim=1)
-    guessed = np.zeros(np.asarray(input_ids).shape, dtype=np.int64)
+    guessed = np.zeros(tuple(attention_mask.shape), dtype=np.int64)
     lengths = np.asarray(attention_mask).sum(axis=1)
     with torch.no_grad():
         for i in range(embeds.shape[0]):
@@ -122,7 +150,7 @@ def beam_attack(
             guessed[i, :length] = _beam_decode(
                 top.values.numpy(), top.indices.numpy(), prior, beam, prior_weight
             )
-    return recovery(model, guessed, input_ids, attention_mask, "beam search (BeamClean-style)")
+    return guessed
 
 
 def _beam_decode(

@@ -1,12 +1,16 @@
 """Attack a released transform on a set of texts: what ``safeshare obfuscate attack`` reports.
 
-:func:`attack_transform` obfuscates the texts with the transform (as a client would), then
-runs the nearest-neighbour attack and the BeamClean-style attack, whose noise estimate and
-bigram prior come from **public** texts only (the attacker's side knowledge: never the
-evaluated texts).  The clean embeddings are attacked too (nearest neighbour), to show the
-attack works.  The
-:class:`AttackReport` holds token recoveries with Wilson intervals and the utility kept (mean
-cosine between the pooled outputs of obfuscated and clean inputs); it never holds a text.
+:func:`attack_transform` obfuscates the texts with the transform (as a client would), and, side
+by side, with plain Gaussian noise at several scales (the baseline), then runs on each: the
+nearest-neighbour attack, the BeamClean-style attack and (on the transform by default) the
+learned inversion network.  The attacker's side knowledge, the BeamClean noise estimate, the
+bigram prior and the inverter's training pairs, comes from **public** texts only, never the
+evaluated ones.  Synthetic names and phone numbers are planted into the attacked texts
+(:mod:`safeshare.obfuscate.pii`) and their recovery is reported separately.  Utility is the mean
+cosine between pooled outputs of obfuscated and clean inputs, and, when the transform carries a
+classification head and labels are given, the F1 of the head's predictions on obfuscated
+inputs.  The clean embeddings are attacked too, to show the attacks work.  The
+:class:`AttackReport` holds numbers only, never a text.
 
 >>> print(GUARANTEE.split(":")[0])
 empirical, not formal
@@ -14,26 +18,69 @@ empirical, not formal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from safeshare._progress import Progress
 from safeshare.errors import InputError
 from safeshare.obfuscate.attacks import (
+    BEAM_NAME,
     NoiseEstimate,
     TokenRecovery,
-    beam_attack,
-    nearest_neighbour_attack,
+    beam_tokens,
+    nearest_neighbour_tokens,
+    recovery,
 )
+from safeshare.obfuscate.inversion import ATTACK_NAME, Obfuscator, train_inverter
 from safeshare.obfuscate.model import FrozenModel, require_torch
+from safeshare.obfuscate.pii import PIIRecovery, pii_positions, plant_pii, score_pii
 from safeshare.obfuscate.prior import BigramPrior
-from safeshare.obfuscate.transform import ObfuscationTransform, torch_generator
+from safeshare.obfuscate.transform import ObfuscationTransform, gaussian_noise, torch_generator
 
-REPORT_FORMAT = "safeshare-obfuscation-attack/1"
+REPORT_FORMAT = "safeshare-obfuscation-attack/2"
+NN_NAME = "nearest neighbour"
+LEARNED = "learned transform"
 GUARANTEE = (
     "empirical, not formal: the share of tokens these attacks recover from the obfuscated "
     "embeddings; a stronger attacker may recover more"
 )
+
+
+def _row(found: TokenRecovery, source: str) -> dict[str, Any]:
+    low, high = found.recovered.interval
+    return {
+        "attack": found.attack,
+        "input": source,
+        "recovered": found.recovered.value,
+        "interval": [low, high],
+        "tokens": found.recovered.trials,
+    }
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One way of sending the texts (the transform, or Gaussian noise) and what attacks got."""
+
+    name: str
+    sigma: float | None
+    utility: float
+    f1: float | None
+    recoveries: tuple[TokenRecovery, ...]
+    pii: tuple[PIIRecovery, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Numbers only."""
+        return {
+            "input": self.name,
+            "sigma": self.sigma,
+            "utility_cosine": self.utility,
+            "f1": self.f1,
+            "attacks": [_row(found, self.name) for found in self.recoveries],
+            "pii": [found.to_dict() for found in self.pii],
+        }
 
 
 @dataclass(frozen=True)
@@ -47,40 +94,50 @@ class AttackReport:
     obfuscated: tuple[TokenRecovery, ...]
     clean: tuple[TokenRecovery, ...]
     seeded: bool
+    conditions: tuple[Condition, ...] = ()
+    positive: str | None = None
+    inverter_steps: int = 0
+    clean_f1: float | None = None
+
+    @property
+    def f1(self) -> float | None:
+        """F1 of the head on the transform's obfuscated inputs (None without head and labels)."""
+        return self.conditions[0].f1 if self.conditions else None
+
+    @property
+    def pii(self) -> tuple[PIIRecovery, ...]:
+        """Planted-PII recovery of each attack on the transform's obfuscated inputs."""
+        return self.conditions[0].pii if self.conditions else ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``attack.json``): numbers only, no text."""
-
-        def row(found: TokenRecovery, source: str) -> dict[str, Any]:
-            low, high = found.recovered.interval
-            return {
-                "attack": found.attack,
-                "input": source,
-                "recovered": found.recovered.value,
-                "interval": [low, high],
-                "tokens": found.recovered.trials,
-            }
-
         return {
             "format": REPORT_FORMAT,
             "model_fingerprint": self.fingerprint,
             "texts": self.texts,
             "public_texts": self.public_texts,
             "utility_cosine": self.utility,
-            "attacks": [row(f, "obfuscated") for f in self.obfuscated]
-            + [row(f, "clean") for f in self.clean],
+            "f1": self.f1,
+            "f1_positive_class": self.positive,
+            "clean_f1": self.clean_f1,
+            "attacks": [_row(f, "obfuscated") for f in self.obfuscated]
+            + [_row(f, "clean") for f in self.clean],
+            "pii": [found.to_dict() for found in self.pii],
+            "conditions": [condition.to_dict() for condition in self.conditions],
+            "inverter_steps": self.inverter_steps,
             "secure_noise": not self.seeded,
             "guarantee": GUARANTEE,
         }
 
     def markdown(self) -> str:
         """A short report: one line per attack, the utility, and what the guarantee is."""
+        f1 = "" if self.f1 is None else f" F1 of the head ({self.positive}) {self.f1:.3f}."
         lines = [
             "# Obfuscation attack report",
             "",
-            f"{self.texts} texts attacked; noise estimate and language-model prior from "
-            f"{self.public_texts} public texts. Utility kept: mean cosine {self.utility:.3f} "
-            "between the model's outputs on obfuscated and clean inputs.",
+            f"{self.texts} texts attacked; noise estimate, language-model prior and inverter "
+            f"training from {self.public_texts} public texts. Utility kept: mean cosine "
+            f"{self.utility:.3f} between the model's outputs on obfuscated and clean inputs.{f1}",
             "",
             "| attack | input | tokens recovered | 95% interval |",
             "|---|---|---|---|",
@@ -92,10 +149,30 @@ class AttackReport:
                     f"| {found.attack} | {source} | {found.recovered.value:.1%} of "
                     f"{found.recovered.trials} | {low:.1%}-{high:.1%} |"
                 )
+        if self.pii:
+            lines += ["", "| attack | planted | tokens recovered | whole entities recovered |"]
+            lines.append("|---|---|---|---|")
+            for p in self.pii:
+                lines.append(
+                    f"| {p.attack} | {p.kind} | {p.tokens.value:.1%} of {p.tokens.trials} | "
+                    f"{p.entities.value:.1%} of {p.entities.trials} |"
+                )
         lines += ["", f"Guarantee: {GUARANTEE}."]
         if self.seeded:
             lines.append("The obfuscation noise was seeded (reproducible, not secure).")
         return "\n".join(lines) + "\n"
+
+
+def f1_score(truth: Sequence[str], predicted: Sequence[str], positive: str) -> float:
+    """F1 of ``positive`` (0 when it is never predicted nor true).
+
+    >>> f1_score(["a", "b", "b"], ["b", "b", "a"], "b")
+    0.5
+    """
+    hits = sum(t == positive and p == positive for t, p in zip(truth, predicted, strict=True))
+    guessed = sum(p == positive for p in predicted)
+    actual = sum(t == positive for t in truth)
+    return 0.0 if guessed + actual == 0 else 2 * hits / (guessed + actual)
 
 
 def attack_transform(
@@ -104,11 +181,23 @@ def attack_transform(
     texts: Sequence[str],
     public: Sequence[str],
     *,
+    labels: Sequence[str] | None = None,
+    positive: str | None = None,
+    sigmas: Sequence[float] = (),
+    plant: bool = True,
+    inverter_steps: int = 300,
+    invert_baselines: bool = False,
     beam: int = 8,
     max_public: int = 2000,
     seed: int | None = None,
+    progress: Progress | None = None,
 ) -> AttackReport:
-    """Obfuscate ``texts`` with ``transform`` and attack them; ``public`` trains the attacker."""
+    """Obfuscate ``texts`` with ``transform`` (and Gaussian ``sigmas``) and attack them.
+
+    ``public`` trains the attackers.  ``labels`` (one per text) with the transform's head give
+    F1 (``positive``: the class scored, by default the rarer one).  ``inverter_steps=0`` skips
+    the learned inversion; ``invert_baselines`` runs it on the Gaussian rows too.
+    """
     torch = require_torch()
     transform.check_model(model)
     texts, public = list(texts), [p for p in public if p.strip()][:max_public]
@@ -119,33 +208,109 @@ def attack_transform(
             f"need at least 2 public texts for the attacker's noise estimate and prior, got "
             f"{len(public)}; pass a public text file (one text per line)"
         )
-    if beam < 1:
-        raise InputError(f"beam must be >= 1, not {beam!r}")
+    if beam < 1 or inverter_steps < 0:
+        raise InputError(f"beam={beam}, inverter_steps={inverter_steps}: need >= 1 and >= 0")
+    if any(not s > 0 for s in sigmas):
+        raise InputError(f"Gaussian sigmas must be > 0, not {list(sigmas)}")
+    truth, positive = _labels(transform, texts, labels, positive)
     generator, seeded = torch_generator(seed)
-    batch = model.tokenize(texts)
-    reference = model.tokenize(public)
+    planted = plant_pii(texts, np.random.default_rng(seed)) if plant else []
+    attacked = [p.text for p in planted] if plant else texts
+    batch, original, reference = (model.tokenize(x) for x in (attacked, texts, public))
+    entity, kinds = pii_positions(model, planted) if plant else (None, [])
+    prior = BigramPrior.from_texts(model.tokenizer, public)
     with torch.no_grad():
         clean = model.embed_tokens(batch.input_ids)
-        sent = transform.sample(clean, batch.attention_mask, generator)
-        cosine = torch.nn.functional.cosine_similarity(
-            model.pooled(sent, batch.attention_mask), model.pooled(clean, batch.attention_mask)
-        )
+        clean_original = model.embed_tokens(original.input_ids)
+        target = model.pooled(clean_original, original.attention_mask)
         clean_public = model.embed_tokens(reference.input_ids)
-        sent_public = transform.sample(clean_public, reference.attention_mask, generator)
-    prior = BigramPrior.from_texts(model.tokenizer, public)
     ids, mask = batch.input_ids, batch.attention_mask
-    noise = NoiseEstimate.fit(clean_public, sent_public, reference.attention_mask)
-    obfuscated = (
-        nearest_neighbour_attack(model, sent, ids, mask),
-        beam_attack(model, sent, mask, ids, noise, prior, beam=beam),
+
+    def run(name: str, sigma: float | None, obfuscate: Obfuscator, invert: bool) -> Condition:
+        with torch.no_grad():
+            sent = obfuscate(clean, mask, generator)
+            pooled = model.pooled(
+                obfuscate(clean_original, original.attention_mask, generator),
+                original.attention_mask,
+            )
+            sent_public = obfuscate(clean_public, reference.attention_mask, generator)
+        cosine = float(torch.nn.functional.cosine_similarity(pooled, target).mean())
+        f1 = None
+        if truth is not None and transform.head is not None and positive is not None:
+            f1 = f1_score(truth, transform.head.predict(pooled.numpy()), positive)
+        noise = NoiseEstimate.fit(clean_public, sent_public, reference.attention_mask)
+        guesses: list[tuple[str, Any]] = [
+            (NN_NAME, nearest_neighbour_tokens(sent, model.table)),
+            (BEAM_NAME, beam_tokens(model, sent, mask, noise, prior, beam=beam)),
+        ]
+        if invert:
+            inverter = train_inverter(
+                model, obfuscate, public, steps=inverter_steps, seed=seed, progress=progress
+            )
+            guesses.append((ATTACK_NAME, inverter.tokens(sent, mask)))
+        found = tuple(recovery(model, g, ids, mask, attack) for attack, g in guesses)
+        pii = tuple(
+            row
+            for attack, g in guesses
+            if plant
+            for row in score_pii(g, ids, entity, kinds, attack)
+        )
+        return Condition(name, sigma, cosine, f1, found, pii)
+
+    learned = run(LEARNED, None, transform.sample, inverter_steps > 0)
+    baselines = tuple(
+        run(f"Gaussian noise σ={s:g}", s, _gaussian(s), invert_baselines and inverter_steps > 0)
+        for s in sigmas
     )
-    plain = (nearest_neighbour_attack(model, clean, ids, mask),)
+    plain = (recovery(model, nearest_neighbour_tokens(clean, model.table), ids, mask, NN_NAME),)
+    clean_f1 = None
+    if truth is not None and transform.head is not None and positive is not None:
+        clean_f1 = f1_score(truth, transform.head.predict(target.numpy()), positive)
     return AttackReport(
         len(texts),
         len(public),
         model.fingerprint,
-        float(cosine.mean()),
-        obfuscated,
+        learned.utility,
+        learned.recoveries,
         plain,
         seeded,
+        (learned, *baselines),
+        positive,
+        inverter_steps,
+        clean_f1,
     )
+
+
+def _gaussian(sigma: float) -> Callable[[Any, Any, Any], Any]:
+    def obfuscate(embeds: Any, attention_mask: Any, generator: Any) -> Any:
+        return gaussian_noise(embeds, attention_mask, sigma, generator)
+
+    return obfuscate
+
+
+def _labels(
+    transform: ObfuscationTransform,
+    texts: Sequence[str],
+    labels: Sequence[str] | None,
+    positive: str | None,
+) -> tuple[list[str] | None, str | None]:
+    """The labels as strings and the class F1 scores (by default the rarer of the head's)."""
+    if labels is None:
+        return None, None
+    truth = [str(label) for label in labels]
+    if len(truth) != len(texts):
+        raise InputError(f"{len(truth)} labels for {len(texts)} texts; pass one label per text")
+    head = transform.head
+    if head is None:
+        raise InputError(
+            "labels were given but the transform has no classification head to score; train "
+            "it with `safeshare obfuscate train --label-column ...`"
+        )
+    if positive is None:
+        counts = {c: truth.count(c) for c in head.classes}
+        positive = min(head.classes, key=lambda c: (counts[c], c))
+    if positive not in head.classes:
+        raise InputError(
+            f"positive class {positive!r} is not one of the head's classes {list(head.classes)}"
+        )
+    return truth, positive

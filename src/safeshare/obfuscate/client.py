@@ -10,6 +10,11 @@ exponential backoff; a server that stays unreachable, or refuses a request, rais
 :class:`~safeshare.errors.ModelAPIError` with the reason.  Uses only the standard library's
 ``urllib`` for HTTP.
 
+``classify(texts)`` needs a transform saved with a classification head
+(``safeshare obfuscate train --label-column``): the server returns pooled embeddings of the
+obfuscated inputs and the head is applied **here**, so the server sees neither the texts nor
+the decision about them, and it stays one generic endpoint for every task.
+
 >>> check_url("http://127.0.0.1:8080/")
 'http://127.0.0.1:8080'
 """
@@ -23,6 +28,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +40,15 @@ from safeshare.obfuscate.transform import ObfuscationTransform, torch_generator
 from safeshare.obfuscate.wire import decode_response, encode_request
 
 RETRY_STATUS = frozenset({502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Labels and class probabilities ``(texts, classes)`` of texts classified via a server."""
+
+    classes: tuple[str, ...]
+    labels: list[str]
+    probabilities: Any
 
 
 def check_url(url: str) -> str:
@@ -158,3 +173,17 @@ class ObfuscatingClient:
         if not parts:
             return np.zeros((0, self.transform.config.dim), dtype=np.float32)
         return np.vstack(parts)
+
+    def classify(self, texts: Sequence[str]) -> Classification:
+        """Labels and probabilities from the transform's head on the server's pooled outputs."""
+        head = self.transform.head
+        if head is None:
+            raise InputError(
+                "this transform has no classification head; train it with "
+                "`safeshare obfuscate train --label-column LABEL` (or attach a "
+                "ClassificationHead to transform.head)"
+            )
+        head.check_model(self.model)
+        probabilities = head.probabilities(self.embed(texts))
+        labels = [head.classes[i] for i in probabilities.argmax(axis=1)]
+        return Classification(head.classes, labels, probabilities)

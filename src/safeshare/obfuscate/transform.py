@@ -11,7 +11,8 @@ Randomness is an explicit ``torch.Generator``: :func:`torch_generator` seeds one
 ``secrets`` unless a seed is given (tests, reproducible research), and nothing touches torch's
 global seed.  :meth:`ObfuscationTransform.save` writes ``transform.safetensors`` and
 ``transform.json`` (the configuration and the SHA-256 fingerprint of the model's embedding
-table); :meth:`ObfuscationTransform.load` refuses a transform made for another model.
+table), and a :class:`~safeshare.obfuscate.head.ClassificationHead` when one is attached;
+:meth:`ObfuscationTransform.load` refuses a transform (or head) made for another model.
 
 >>> config = TransformConfig(dim=384)
 >>> config.hidden, config.max_log_scale
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from safeshare.errors import InputError, OutputExistsError
+from safeshare.obfuscate.head import ClassificationHead
 from safeshare.obfuscate.model import FrozenModel, require_torch
 
 WEIGHTS = "transform.safetensors"
@@ -111,6 +113,7 @@ class ObfuscationTransform:
         torch = require_torch()
         self.config = config
         self.fingerprint = fingerprint
+        self.head: ClassificationHead | None = None  # saved and loaded with the transform
         init, _ = torch_generator(seed)
         self.network = _network_class()(config)
         with torch.no_grad():  # our own init, drawn from an explicit generator only
@@ -188,6 +191,8 @@ class ObfuscationTransform:
         save_file(state, str(temporary / WEIGHTS))
         meta = {"format": FORMAT, "fingerprint": self.fingerprint, "config": asdict(self.config)}
         (temporary / CONFIG).write_text(json.dumps(meta, indent=2))
+        if self.head is not None:
+            self.head.write(temporary)
         if target.exists():
             for child in target.iterdir():
                 child.unlink()
@@ -212,6 +217,7 @@ class ObfuscationTransform:
         transform.check_model(model)
         transform.network.load_state_dict(load_file(str(path / WEIGHTS)))
         transform.network.eval()
+        transform.head = ClassificationHead.read(path, model)
         return transform
 
 
