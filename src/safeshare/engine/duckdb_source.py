@@ -323,13 +323,6 @@ def _csv_reader(path: Path, delimiter: str, header: bool) -> str:
 
 def _run(engine: DuckDBEngine, sql: str, where: str) -> Any:
     """A statement reading the file; a parse failure names the file and line, never its content."""
-    duckdb = require_duckdb()
-    try:
-        return engine.query(sql)
-    except duckdb.Error as err:
-        line = re.search(r"[Ll]ine:? (\d+)", str(err))
-        at = f" near line {line.group(1)}" if line else ""
-        raise InputError(
-            f"{where!r} could not be read as a table{at} ({type(err).__name__}); check that every "
-            "row has the same number of fields and that quotes are closed"
-        ) from None
+    with _reading(where):
+        result = engine.query(sql)
+    return result
