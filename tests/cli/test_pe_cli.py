@@ -29,11 +29,12 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_tabular_pe_from_the_command_line(tmp_path: Path, fair_csv: Path, capsys) -> None:
     argv = ["synthesize", fair_csv, "--schema", FAIR_SCHEMA, "--method", "pe", "--epsilon", "1"]
     argv += ["--iterations", "2", "--samples", "150", "--seed", "0", "--out", tmp_path / "out"]
-    argv += ["--holdout-fraction", "0"]
+    argv += ["--holdout-fraction", "0", "--lookahead", "1"]
     code, out, err = run([*argv, "--ledger", tmp_path / "ledger.sqlite"], capsys)
     assert code == 0, err
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["method"] == "pe" and card["model"]["iterations"] == 2
+    assert card["model"]["lookahead"] == 1
     assert "TVD" in out and "far below AIM" in " ".join(err.split())
     assert "far below AIM" in (tmp_path / "out" / "report.html").read_text()
 

@@ -86,6 +86,11 @@ def release_command(
     checkpoint: Path | None = typer.Option(
         None, help="pe: folder keeping finished iterations; run the same command again to resume."
     ),
+    lookahead: int | None = typer.Option(
+        None,
+        help="pe: vote with the mean embedding of this many variations of each sample (public "
+        "work: no privacy cost; default 0, off).",
+    ),
     text_column: str | None = typer.Option(
         None, help="pe: synthesize this text column (text PE) instead of the table."
     ),
@@ -147,6 +152,7 @@ def release_command(
             delta=delta,
             iterations=iterations,
             samples=samples,
+            lookahead=lookahead,
             holdout_fraction=holdout_fraction,
             rows=rows,
             seed=seed,
@@ -181,7 +187,7 @@ def release_command(
             memory_limit=memory_limit,
             spark_master=spark_master,
             output_format=output_format,
-            pe_options=_pe_options(method, iterations, samples, checkpoint),
+            pe_options=_pe_options(method, iterations, samples, checkpoint, lookahead),
         )
     if quiet:
         return
@@ -194,13 +200,18 @@ def release_command(
 
 
 def _pe_options(
-    method: str, iterations: int | None, samples: int | None, checkpoint: Path | None
+    method: str,
+    iterations: int | None,
+    samples: int | None,
+    checkpoint: Path | None,
+    lookahead: int | None,
 ) -> dict[str, object]:
     """Tabular PE's settings; refused with another method."""
     given: dict[str, object] = {
         "iterations": iterations,
         "samples_per_iteration": samples,
         "checkpoint": checkpoint,
+        "lookahead": lookahead,
     }
     options: dict[str, object] = {k: v for k, v in given.items() if v is not None}
     if options and method != "pe":

@@ -129,6 +129,7 @@ def release_text(
     delta: float = 1e-9,
     iterations: int = DEFAULT_ITERATIONS,
     samples: int | None = None,
+    lookahead: int = 0,
     holdout_fraction: float = 0.2,
     rows: int | None = None,
     seed: int | None = None,
@@ -195,6 +196,7 @@ def release_text(
         "rho": rho - rho_labels,
         "iterations": iterations,
         "samples_per_iteration": samples,
+        "lookahead": lookahead,
         "rng": seed,
     }
 

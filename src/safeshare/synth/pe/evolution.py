@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
@@ -53,6 +54,7 @@ from safeshare.synth.pe.accounting import (
 from safeshare.synth.pe.api import Embedder, RandomAPI, VariationAPI
 from safeshare.synth.pe.checkpoint import Checkpoint
 from safeshare.synth.pe.histogram import NearestNeighbourHistogram, Selection, select, systematic
+from safeshare.synth.pe.lookahead import check_lookahead, lookahead_degrees, lookahead_embedding
 from safeshare.synth.pe.population import Population
 
 
@@ -76,7 +78,9 @@ class PrivateEvolution:
     ``samples_per_iteration``: population size measured at each iteration (an int or one
     per iteration).  ``variation_degrees``: how far variations move (one per iteration
     after the first; default decreasing from 0.5 to 0.1).  ``neighbours``: votes per
-    record (k).  ``threshold``: votes below it count 0.  ``checkpoint``: a folder to
+    record (k).  ``threshold``: votes below it count 0.  ``lookahead``: vote on the mean
+    embedding of that many variations of each sample (0, the default, votes on the samples
+    themselves; see :mod:`safeshare.synth.pe.lookahead`).  ``checkpoint``: a folder to
     save each step into and resume from.  ``rng=None`` draws secure noise; an int makes
     the run (and its resumption) reproducible and not private against whoever knows it.
     """
@@ -95,6 +99,7 @@ class PrivateEvolution:
         neighbours: int = 1,
         threshold: float = 0.0,
         selection: Selection = "sample",
+        lookahead: int = 0,
         checkpoint: str | Path | None = None,
         callbacks: Sequence[Callback] = (),
         rng: int | np.random.Generator | None = None,
@@ -111,6 +116,7 @@ class PrivateEvolution:
         self.neighbours = neighbours
         self.threshold = threshold
         self.selection = selection
+        self.lookahead = lookahead
         self.checkpoint = checkpoint
         self.callbacks = callbacks
         self.rng = rng
@@ -200,6 +206,8 @@ class PrivateEvolution:
         if len(frame) == 0:
             raise InputError("cannot fit PrivateEvolution on an empty table")
         self.check_useful(len(frame))
+        lookahead = check_lookahead(self.lookahead)
+        ahead = lookahead_degrees(degrees, self.iterations, self.variation_degrees)
         report = self.progress or no_progress
         streams = self._streams()
         store = (
@@ -220,9 +228,18 @@ class PrivateEvolution:
             t = population.iteration + 1  # the histogram this population gets, 1..T
             if not population.measured:
                 report(f"private votes {t}/{self.iterations}", (t - 1) / self.iterations)
-                embedded = self._embed(
-                    embedder, population.samples, f"the population of iteration {t}"
-                )
+                what = f"the population of iteration {t}"
+                if lookahead:
+                    embedded = lookahead_embedding(
+                        api,
+                        partial(self._embed, embedder, what=f"the variations of {what}"),
+                        population.samples,
+                        lookahead,
+                        ahead[t - 1],
+                        streams[self.iterations + 1 + t].generator(),
+                    )
+                else:
+                    embedded = self._embed(embedder, population.samples, what)
                 votes = histogram.release(private, embedded, streams[t])
                 population = population.with_votes(votes)
                 if store is not None:
@@ -242,7 +259,7 @@ class PrivateEvolution:
         self.population_ = population
         self.sigma_ = sigma
         self.secure_noise_ = streams[0].secure
-        self._sampler = streams[-1]
+        self._sampler = streams[self.iterations + 1]
         self.fitted_ = True
         return self
 
@@ -280,6 +297,7 @@ class PrivateEvolution:
             "neighbours": self.neighbours,
             "threshold": self.threshold,
             "selection": self.selection,
+            "lookahead": self.lookahead,
             "public": ["the random and variation APIs and their inputs", "the embedder"],
             "private": ["the records, through the noisy nearest-neighbour votes only"],
         }
@@ -297,8 +315,9 @@ class PrivateEvolution:
         raise InputError(f"fit takes a Table or a DataFrame, not {type(data).__name__}")
 
     def _streams(self) -> list[Randomness]:
-        """One source per step (0: first draw, 1..T: iterations, T+1: sampling)."""
-        count = self.iterations + 2
+        """One source per step (0: first draw, 1..T: iterations, T+1: sampling, T+1+t: the
+        lookahead variations before vote t).  Extra streams leave the first ones unchanged."""
+        count = 2 * self.iterations + 2
         if self.rng is None:
             return [Randomness() for _ in range(count)]
         base = Randomness(self.rng).generator()  # seeded: a deterministic child of the seed
@@ -338,7 +357,7 @@ class PrivateEvolution:
     def _settings(
         self, sigma: float, sizes: list[int], degrees: list[float], secure: bool
     ) -> dict[str, Any]:
-        return {
+        settings: dict[str, Any] = {
             "sigma": sigma,
             "iterations": self.iterations,
             "samples_per_iteration": sizes,
@@ -348,3 +367,6 @@ class PrivateEvolution:
             "selection": self.selection,
             "secure_noise": secure,
         }
+        if self.lookahead:  # absent when off, so checkpoints written before lookahead resume
+            settings["lookahead"] = self.lookahead
+        return settings

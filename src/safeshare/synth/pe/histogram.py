@@ -32,7 +32,7 @@ import numpy as np
 from safeshare.dp.events import GaussianEvent
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError
-from safeshare.synth.pe.neighbors import nearest
+from safeshare.synth.pe.neighbors import Method, nearest
 
 Selection = Literal["rank", "sample"]
 
@@ -51,6 +51,7 @@ class NearestNeighbourHistogram:
     k: int = 1
     threshold: float = 0.0
     label: str = "pe: nearest-neighbour histogram"
+    search: Method = "auto"  # the neighbour search (see neighbors.py); the same votes for all
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or self.k < 1:
@@ -67,7 +68,7 @@ class NearestNeighbourHistogram:
         """The noisy, thresholded votes (float, one per synthetic row)."""
         _ = self.event  # validates sigma before any data is read
         size = len(synthetic)
-        neighbours = nearest(private, synthetic, self.k)
+        neighbours = nearest(private, synthetic, self.k, self.search)
         counts = np.bincount(neighbours.ravel(), minlength=size).astype(np.int64)
         scale = math.sqrt(self.k)
         noisy = (counts + rand.discrete_gaussian(self.sigma * scale, size)) / scale
