@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import typer
 
-from safeshare.cli._output import progress_bar, stdout
+from safeshare.cli._output import console, progress_bar, stdout
 
 
 def _sizes(text: str | None) -> list[int] | None:
@@ -24,7 +26,9 @@ def _sizes(text: str | None) -> list[int] | None:
 
 
 def plan_command(
-    records: int = typer.Option(..., "--records", help="Number of training records."),
+    records: int | None = typer.Option(
+        None, "--records", help="Number of training records (counted from --data if given)."
+    ),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy budget epsilon."),
     delta: float = typer.Option(1e-6, "--delta", help="Privacy budget delta (below 1/records)."),
     epochs: float | None = typer.Option(
@@ -39,18 +43,43 @@ def plan_command(
     accountant: str = typer.Option(
         "pld", "--accountant", help="pld (tight, default) or rdp (faster, looser)."
     ),
+    data: Path | None = typer.Option(
+        None, "--data", help="CSV/Parquet to run pilot runs on (NOT private: flagged)."
+    ),
+    target: str | None = typer.Option(None, "--target", help="Target column (with --data)."),
+    schema: Path | None = typer.Option(None, "--schema", help="Schema YAML (with --data)."),
+    pilots: int | None = typer.Option(
+        None, "--pilots", help="Pilot runs for the loss model (with --data; default 6)."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Seed the pilots (reproducible)."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Rank DP-SGD configurations by noise-batch ratio sigma/B (privacy exact, no loss model)."""
+    """Rank DP-SGD configurations by sigma/B, or with --data by a loss estimate from pilot runs."""
     from rich.table import Table as RichTable
 
-    from safeshare.errors import BudgetError
+    from safeshare.errors import BudgetError, InputError
     from safeshare.train.accounting import ACCOUNTANTS
     from safeshare.train.planner import plan_training
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
+    if data is None:
+        for flag, given in (("--pilots", pilots), ("--target", target), ("--schema", schema)):
+            if given is not None:
+                raise InputError(f"{flag} needs --data (the table the pilot runs train on)")
+        if records is None:
+            raise InputError("give --records (how many training records) or --data")
+    elif records is not None:
+        raise InputError("give --records or --data, not both: with --data the records are counted")
+    elif target is None:
+        raise InputError("--data needs --target (the column the classifier predicts)")
+    table = None
+    if data is not None and target is not None:
+        table = _pilot_table(data, target, schema, 6 if pilots is None else pilots, quiet, as_json)
+        records = len(table)
+    if records is None:  # unreachable: both paths above set it
+        raise InputError("give --records or --data")
     with progress_bar(quiet or as_json) as progress:
         plan = plan_training(
             records,
@@ -62,17 +91,31 @@ def plan_command(
             accountant=accountant,  # type: ignore[arg-type]
             progress=progress,
         )
+        study = None
+        if table is not None and target is not None:
+            plan, study = _rank_with_pilots(plan, table, target, pilots or 6, seed, progress)
     if as_json:
-        stdout.print_json(json.dumps(plan.describe()))
+        described = plan.describe()
+        if study is not None:
+            described["pilots"] = study
+        stdout.print_json(json.dumps(described))
         return
     table = RichTable(
         title=f"DP-SGD plans for {records} records at epsilon={epsilon:g}, delta={delta:g} "
         f"({accountant.upper()}, Poisson sampling, privacy unit = record)",
         title_justify="left",
     )
-    for name in ("rank", "batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"):
-        table.add_column(name, justify="right")
+    names = ["rank", "batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"]
+    if plan.predictions:
+        names.append("loss est.")
+    for name in names:
+        table.add_column(name, justify="right", min_width=11 if name == "loss est." else None)
     for rank, c in enumerate(plan.candidates, start=1):
+        extra = []
+        if plan.predictions:
+            guess = plan.predictions[rank - 1]
+            mark = "" if guess.within_pilot_ratios else " *"
+            extra.append(f"{guess.loss:.3f}±{guess.error:.3f}{mark}")
         table.add_row(
             str(rank),
             str(c.batch_size),
@@ -82,11 +125,69 @@ def plan_command(
             f"{c.noise_multiplier:.4g}",
             f"{c.noise_batch_ratio:.3g}",
             f"{c.epsilon:.4f}",
+            *extra,
         )
     stdout.print(table)
-    stdout.print(
-        "ranked by σ/B, the noise on the averaged gradient (lower is better at equal steps); "
-        "the privacy figures are exact, no loss is predicted"
-    )
+    if plan.predictions and plan.loss_model is not None:
+        from safeshare.train.pilots import NOT_PRIVATE
+
+        m = plan.loss_model
+        stdout.print(
+            f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {m['formula']}, fitted to "
+            f"{m['pilots']} pilot runs (a={m['a']:.3g}, b={m['b']:.3g}, c={m['c']:.3g}, "
+            f"d={m['d']:.3g}, r0={m['r0']:.3g}); ± is its leave-one-out RMS error; * marks a "
+            "σ/B outside the pilots' range. The privacy figures are exact."
+        )
+        stdout.print(f"[yellow]pilot runs: {NOT_PRIVATE}[/]")
+    else:
+        stdout.print(
+            "ranked by σ/B, the noise on the averaged gradient (lower is better at equal steps); "
+            "the privacy figures are exact, no loss is predicted"
+        )
     for size, why in plan.skipped.items():
         stdout.print(f"[yellow]batch {size} left out:[/] {why}")
+
+
+def _pilot_table(
+    data: Path, target: str, schema: Path | None, pilots: int, quiet: bool, as_json: bool
+) -> Any:
+    """The table the pilots run on; says, before they run, that they are not private."""
+    from safeshare.errors import InputError
+    from safeshare.release.training import prepare_table, read_table
+    from safeshare.train.dpsgd import require_torch
+    from safeshare.train.loss_model import MIN_PILOTS
+    from safeshare.train.pilots import NOT_PRIVATE
+
+    if pilots < MIN_PILOTS:
+        raise InputError(
+            f"--pilots {pilots} is too few: the loss model has 4 parameters and a leave-one-out "
+            f"error, so it needs at least {MIN_PILOTS}"
+        )
+    require_torch()
+    console.print(f"[yellow]warning:[/] {pilots} pilot runs on {data.name}: {NOT_PRIVATE}")
+    source = read_table(data, target, schema)
+    # the domain is read without DP too (the pilots are non-private tuning; nothing is released)
+    prepared = prepare_table(source, target, 1.0, 1e-6, unsafe_infer=True)
+    return prepared.table
+
+
+def _rank_with_pilots(
+    plan: Any, table: Any, target: str, pilots: int, seed: int | None, progress: Any
+) -> tuple[Any, dict[str, Any]]:
+    """Run the pilots over the candidates' sigma/B range, fit the loss model, re-rank."""
+    import numpy as np
+
+    from safeshare.train.loss_model import LossModel
+    from safeshare.train.pilots import pilot_ratios, run_pilots
+    from safeshare.train.planner import rank_by_loss
+
+    ratios = [c.noise_batch_ratio for c in plan.candidates]
+    study = run_pilots(
+        table,
+        target,
+        # a little wider than the candidates': calibration lands just above a target ratio
+        pilot_ratios(min(ratios) / 1.1, max(ratios) * 1.1, pilots),
+        rng=np.random.default_rng(seed),
+        progress=progress,
+    )
+    return rank_by_loss(plan, LossModel.fit(study.points())), study.describe()

@@ -6,7 +6,9 @@ from exact calibration (:func:`~safeshare.train.accounting.calibrate_noise`).  T
 candidates are ranked by the noise-batch ratio sigma / B: the standard deviation of
 the noise on the *averaged* clipped gradient, in units of the clipping norm, which the
 DP scaling laws (McKenna et al. 2025) use as the key quantity: lower is better at
-equal steps.  The privacy side is exact; no loss is predicted here.
+equal steps.  The privacy side is exact.  :func:`rank_by_loss` re-ranks the same
+candidates by a loss *estimate* from a :class:`~safeshare.train.loss_model.LossModel`
+fitted to pilot runs (:mod:`safeshare.train.pilots`); their privacy figures are untouched.
 
 >>> plan = plan_training(50_000, 1.0, 1e-6, epochs=10, batch_sizes=(256, 1024),
 ...                      accountant="rdp")
@@ -14,18 +16,26 @@ equal steps.  The privacy side is exact; no loss is predicted here.
 [(1024, 489, 2.27), (256, 1954, 1.31)]
 >>> plan.best.batch_size, plan.best.epsilon <= 1.0
 (1024, True)
+>>> # a loss model whose steps term dominates puts the smaller batch (more steps) first
+>>> from safeshare.train.loss_model import LossModel, PilotPoint
+>>> pilots = [PilotPoint(r, t, 0.3 + 40 * r + 300 / t)
+...           for r, t in [(1e-3, 50), (3e-3, 150), (1e-2, 50), (3e-2, 150), (5e-3, 100)]]
+>>> ranked = rank_by_loss(plan, LossModel.fit(pilots))
+>>> [(c.batch_size, round(p.loss, 3)) for c, p in zip(ranked.candidates, ranked.predictions)]
+[(256, 0.659), (1024, 1.002)]
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from safeshare.dp.budget import check_delta, check_epsilon
 from safeshare.errors import BudgetError, InputError
 from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+from safeshare.train.loss_model import LossModel
 
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
@@ -59,8 +69,27 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Prediction:
+    """A candidate's estimated held-out loss, its error (the fit's leave-one-out RMS error),
+    and whether its ratio lies inside the pilots' range (else the curve is extrapolated)."""
+
+    loss: float
+    error: float
+    within_pilot_ratios: bool
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "estimate": self.loss,
+            "error": self.error,
+            "within_pilot_ratios": self.within_pilot_ratios,
+            "label": "estimate",
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
-    """Candidates ranked by noise-batch ratio (best first), and the batch sizes left out."""
+    """Candidates ranked best first (by sigma/B, or by predicted loss when ``predictions``
+    is not empty: one per candidate, in the same order), and the batch sizes left out."""
 
     records: int
     epsilon: float
@@ -68,12 +97,20 @@ class Plan:
     accountant: str
     candidates: tuple[Candidate, ...]
     skipped: dict[int, str] = field(default_factory=dict)
+    predictions: tuple[Prediction, ...] = ()
+    loss_model: dict[str, Any] | None = None
 
     @property
     def best(self) -> Candidate:
         return self.candidates[0]
 
     def describe(self) -> dict[str, Any]:
+        candidates = [c.describe() for c in self.candidates]
+        ranking = "noise_batch_ratio (lower is better; exact privacy, no loss estimate)"
+        if self.predictions:
+            ranking = "predicted held-out loss (an estimate from pilot runs; exact privacy)"
+            for described, prediction in zip(candidates, self.predictions, strict=True):
+                described["predicted_loss"] = prediction.describe()
         return {
             "records": self.records,
             "epsilon": self.epsilon,
@@ -81,10 +118,39 @@ class Plan:
             "privacy_unit": "record",
             "sampling": "poisson",
             "accountant": self.accountant,
-            "ranking": "noise_batch_ratio (lower is better; exact privacy, no loss estimate)",
-            "candidates": [c.describe() for c in self.candidates],
+            "ranking": ranking,
+            "candidates": candidates,
             "skipped": {str(b): why for b, why in self.skipped.items()},
+            **({"loss_model": self.loss_model} if self.loss_model is not None else {}),
         }
+
+
+def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
+    """The same candidates (privacy untouched), ranked by ``model``'s predicted loss.
+
+    Ties (and equal predictions) keep the sigma/B order.  Each prediction carries the
+    model's leave-one-out error and is labelled an estimate.
+    """
+    ratios = [p.noise_batch_ratio for p in model.pilots]
+    low, high = min(ratios), max(ratios)
+    scored = [
+        (
+            c,
+            Prediction(
+                model.predict(c.noise_batch_ratio, c.steps),
+                model.error,
+                low <= c.noise_batch_ratio <= high,
+            ),
+        )
+        for c in plan.candidates
+    ]
+    scored.sort(key=lambda pair: (pair[1].loss, pair[0].noise_batch_ratio))
+    return replace(
+        plan,
+        candidates=tuple(c for c, _ in scored),
+        predictions=tuple(p for _, p in scored),
+        loss_model=model.describe(),
+    )
 
 
 def _steps(records: int, batch_size: int, epochs: float | None, max_steps: int | None) -> int:

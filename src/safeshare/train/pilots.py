@@ -1,0 +1,199 @@
+"""Short pilot runs of the DP tabular MLP: held-out losses for the planner's loss model.
+
+Each pilot trains :func:`~safeshare.train.tabular.train_tabular` (Poisson sampling,
+linear-ghost clipping, Adam, the same defaults as ``safeshare train``) for a few steps
+on a subsample, at a chosen noise-batch ratio sigma / B, and scores the mean
+cross-entropy on held-out records the pilots never train on.  The ratios are spread
+(log-evenly) over the candidates' range and the pilots alternate between a short and a
+longer number of steps, so the loss model can tell the noise from the compute.
+
+**The pilots are not differentially private.**  They train on the user's records and
+their held-out losses are read without noise; the ranking built from them is tuning on
+the private data that the final model's epsilon does not cover (:data:`NOT_PRIVATE`).
+No budget is spent or recorded for them; every output that carries them says so.
+
+>>> pilot_ratios(2e-3, 2e-2, 5)
+[0.002, 0.003557, 0.006325, 0.011247, 0.02]
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from safeshare.data import Table
+from safeshare.errors import InputError, SchemaError
+from safeshare.train.accounting import dpsgd_epsilon
+from safeshare.train.loss_model import MIN_PILOTS, PilotPoint
+from safeshare.train.tabular import train_tabular
+
+NOT_PRIVATE = (
+    "NOT differentially private: the pilot runs train on your records and their held-out "
+    "losses are read without DP, so the ranking is non-private tuning on your data that the "
+    "final model's epsilon does not cover; no budget is spent or recorded for them"
+)
+PILOT_STEPS: tuple[int, ...] = (60, 180)
+PILOT_SIGMA = 2.0  # the pilot's batch is chosen so its noise multiplier is about this
+
+
+def pilot_ratios(low: float, high: float, pilots: int) -> list[float]:
+    """``pilots`` noise-batch ratios spread log-evenly over [low, high] (widened if equal)."""
+    if not (0 < low <= high and math.isfinite(high)):
+        raise InputError(f"noise-batch ratios must satisfy 0 < low <= high, got {low!r}, {high!r}")
+    if isinstance(pilots, bool) or pilots < MIN_PILOTS:
+        raise InputError(
+            f"--pilots must be at least {MIN_PILOTS} (the loss model has 4 parameters and a "
+            f"leave-one-out error), got {pilots!r}"
+        )
+    if high / low < 3:  # too narrow to see the curve: widen around the middle
+        middle = math.sqrt(low * high)
+        low, high = middle / 3, middle * 3
+    return [round(float(r), 6) for r in np.geomspace(low, high, pilots)]
+
+
+@dataclass(frozen=True)
+class PilotRun:
+    """One pilot: its configuration and its mean held-out cross-entropy."""
+
+    batch_size: int
+    steps: int
+    noise_multiplier: float
+    records: int
+    loss: float
+
+    @property
+    def noise_batch_ratio(self) -> float:
+        return self.noise_multiplier / self.batch_size
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size,
+            "steps": self.steps,
+            "noise_multiplier": self.noise_multiplier,
+            "noise_batch_ratio": self.noise_batch_ratio,
+            "held_out_loss": self.loss,
+        }
+
+
+@dataclass(frozen=True)
+class PilotStudy:
+    """The pilots, on how many records they trained and were scored, and their privacy."""
+
+    runs: tuple[PilotRun, ...]
+    train_records: int
+    holdout_records: int
+
+    def points(self) -> list[PilotPoint]:
+        return [PilotPoint(r.noise_batch_ratio, r.steps, r.loss) for r in self.runs]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "privacy": NOT_PRIVATE,
+            "differentially_private": False,
+            "train_records": self.train_records,
+            "holdout_records": self.holdout_records,
+            "loss": "mean cross-entropy on held-out records the pilots never train on",
+            "runs": [r.describe() for r in self.runs],
+        }
+
+
+@contextmanager
+def _quiet_rdp() -> Iterator[None]:
+    """dp-accounting logs (through absl) every Renyi order it drops at large rates; the
+    pilots' epsilons are only calibration targets, so those lines are noise here."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _split(
+    table: Table, target: str, train: int, holdout: int, rng: np.random.Generator
+) -> tuple[Table, Table]:
+    if target not in table.columns:
+        raise SchemaError(f"target column {target!r} is not in the table; columns: {table.columns}")
+    if np.unique(table.column(target)).size < 2:
+        raise InputError(
+            f"target column {target!r} has a single class; pilot runs of a classifier need at "
+            "least two: choose another target"
+        )
+    rows = len(table)
+    holdout = min(holdout, rows // 5)
+    train = min(train, rows - holdout)
+    if holdout < 50 or train < 200:
+        raise InputError(
+            f"pilot runs need at least 250 records (200 to train, 50 held out), got {rows}"
+        )
+    order = rng.permutation(rows)
+    return table.take(order[holdout : holdout + train]), table.take(order[:holdout])
+
+
+def run_pilots(
+    table: Table,
+    target: str,
+    ratios: Sequence[float],
+    *,
+    steps: Sequence[int] = PILOT_STEPS,
+    train_records: int = 5000,
+    holdout_records: int = 2000,
+    hidden: int = 64,
+    learning_rate: float = 2e-3,
+    max_grad_norm: float = 1.0,
+    rng: np.random.Generator,
+    progress: Callable[[str, float], None] | None = None,
+) -> PilotStudy:
+    """One short DP-SGD run per ratio in ``ratios``; NOT private (see :data:`NOT_PRIVATE`).
+
+    Pilot i takes ``steps[i % len(steps)]`` steps on up to ``train_records`` records and
+    is scored on up to ``holdout_records`` others (a fifth of the table at most).  Its
+    batch is about :data:`PILOT_SIGMA` / ratio (within [8, half the pilot records]); the
+    noise multiplier follows, and the run's actual ratio and steps are recorded.
+    """
+    if len(ratios) < MIN_PILOTS:
+        raise InputError(f"--pilots must be at least {MIN_PILOTS}, got {len(ratios)}")
+    if not steps or min(steps) < 1:
+        raise InputError(f"pilot steps must be positive whole numbers, got {list(steps)}")
+    fit_on, score_on = _split(table, target, train_records, holdout_records, rng)
+    n = len(fit_on)
+    runs: list[PilotRun] = []
+    for i, ratio in enumerate(ratios):
+        if progress is not None:
+            progress(f"pilot run {i + 1} of {len(ratios)}", i / len(ratios))
+        batch = int(min(max(round(PILOT_SIGMA / ratio), 8), n // 2))
+        sigma = max(ratio * batch, 0.3)  # below 0.3 the epsilon to calibrate to is unwieldy
+        count = int(steps[i % len(steps)])
+        delta = 1.0 / (10 * n)
+        # the pilot is not private: this epsilon only makes train_tabular's calibration
+        # land on the wanted noise multiplier
+        with _quiet_rdp():
+            # the pilot is not private: this epsilon only makes train_tabular's calibration
+            # land on the wanted noise multiplier
+            epsilon = dpsgd_epsilon(sigma, batch / n, count, delta, accountant="rdp")
+            model = train_tabular(
+                fit_on,
+                target,
+                epsilon=epsilon,
+                delta=delta,
+                epochs=count * batch / n,
+                batch_size=batch,
+                max_grad_norm=max_grad_norm,
+                learning_rate=learning_rate,
+                hidden=hidden,
+                accountant="rdp",
+                rng=int(rng.integers(2**62)),
+            )
+        privacy = model.card["privacy"]
+        loss = float(np.mean(model.losses(score_on)))
+        runs.append(
+            PilotRun(batch, int(privacy["steps"]), float(privacy["noise_multiplier"]), n, loss)
+        )
+    return PilotStudy(tuple(runs), n, len(score_on))
