@@ -195,3 +195,13 @@ def test_tabular_training_says_linear_ghost_and_seeds_reproduce():
     for a, b in zip(first.module.parameters(), again.module.parameters(), strict=True):
         assert torch.equal(a, b)
     assert all(not layer._forward_hooks for layer in first.module)
+
+
+def test_opacus_refuses_layers_by_name_with_the_fix_before_calibrating():
+    module = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    settings = DPSGDSettings(records=100, batch_size=10, epochs=1, epsilon=1.0, delta=1e-5,
+                             clipping="ghost")  # fmt: skip
+    with pytest.raises(InputError, match=r"layers with DP: 1 \(BatchNorm1d -> GroupNorm"):
+        run_dpsgd(module, torch.zeros(100, 4), torch.zeros(100, dtype=torch.long), settings,
+                  make_optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+                  generator=torch.Generator(), seeded=True)  # fmt: skip

@@ -190,6 +190,8 @@ def run_dpsgd(
                 "inputs use clipping='ghost' (Opacus)"
             )
         check_linear_network(module)
+    else:
+        check_opacus_layers(module)
     q, steps = settings.sampling_rate, settings.steps
     sigma = calibrate_noise(
         settings.epsilon, settings.delta, q, steps, accountant=settings.accountant
@@ -238,6 +240,40 @@ def run_dpsgd(
             "cryptographically secure: torchcsprng is not installed for Opacus's secure mode"
         )
     return DPSGDRun(settings, sigma, spent, taken, source, secure)
+
+
+# what to put in place of a layer Opacus refuses (by class name)
+_REPLACEMENTS = {
+    "BatchNorm": "GroupNorm or LayerNorm",
+    "LSTM": "opacus.layers.DPLSTM",
+    "GRU": "opacus.layers.DPGRU",
+    "RNN": "opacus.layers.DPRNN",
+    "MultiheadAttention": "opacus.layers.DPMultiheadAttention",
+    "InstanceNorm": "the same layer with track_running_stats=False",
+}
+
+
+def check_opacus_layers(module: Any) -> None:
+    """Refuse, before any budget is calibrated, a model with layers Opacus cannot train with DP.
+
+    The error names each such layer (its path in the model and its class) and what to put in
+    its place; ``opacus.validators.ModuleValidator.fix(model)`` makes the usual replacements.
+    """
+    from opacus.validators import ModuleValidator
+
+    refused = []
+    for path, layer in module.named_modules():
+        if next(layer.children(), None) is not None:
+            continue  # containers: their leaves are checked
+        if ModuleValidator.validate(layer, strict=False):
+            kind = type(layer).__name__
+            fix = next((v for k, v in _REPLACEMENTS.items() if kind.startswith(k)), None)
+            refused.append(f"{path or 'the model'} ({kind}" + (f" -> {fix})" if fix else ")"))
+    if refused:
+        raise InputError(
+            f"Opacus cannot train these layers with DP: {', '.join(refused)}; replace them "
+            "(opacus.validators.ModuleValidator.fix(model) does the usual replacements)"
+        )
 
 
 def _run_opacus(
