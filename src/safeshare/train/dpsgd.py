@@ -175,12 +175,20 @@ def run_dpsgd(
 
     ``features`` is one tensor, or a tuple of tensors (one row per record each) that the
     module takes as its positional inputs, e.g. hidden states and an attention mask.
+    ``labels`` of shape (records, tokens) train a sequence model whose output is
+    (records, tokens, vocabulary): the loss of a record is its mean over the tokens whose
+    label is not -100, and the whole sequence is the privacy unit (``"ghost"`` clipping).
     """
     torch, _ = require_torch()
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
     inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
+    if labels.dim() == 2 and settings.clipping != "ghost":
+        raise InputError(
+            f"clipping {settings.clipping!r} cannot train a sequence model (labels per token); "
+            "use clipping='ghost', which clips each record's (sequence's) whole gradient"
+        )
     if settings.clipping == "linear-ghost":
         from safeshare.train.clipping import check_linear_network
 
@@ -332,7 +340,11 @@ def _steps(
             if taken == steps:
                 break
             optimizer.zero_grad()
-            loss = criterion(model(*batch_x), batch_y)
+            output = model(*batch_x)
+            if output.dim() == 3:  # (records, tokens, vocabulary): one loss per sequence
+                loss = criterion(output.flatten(0, 1), batch_y.flatten(), shape=output.shape)
+            else:
+                loss = criterion(output, batch_y)
             loss.backward()
             optimizer.step()
             taken += 1

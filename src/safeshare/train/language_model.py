@@ -1,0 +1,373 @@
+"""A tiny causal language model over bytes, trained from scratch with DP-SGD or without DP.
+
+For memorization studies (:mod:`safeshare.train.extraction`: prefix -> suffix extraction
+and canary exposure).  The vocabulary is public: the 256 byte values of UTF-8 and one
+begin-of-text token; nothing about it is read from the texts.  The network is GPT-style
+(pre-LayerNorm blocks of causal self-attention and an MLP) built from plain
+``nn.Embedding``, ``nn.Linear`` and ``nn.LayerNorm`` so Opacus's ghost clipping
+computes each record's gradient norm.  The privacy unit is one text (a record): each
+text is one padded sequence of at most ``context`` bytes (longer texts are cut, with a
+warning), Poisson sampling draws records, and each sequence's whole gradient is
+clipped.  ``epsilon=None`` trains WITHOUT DP (shuffled batches, no clipping, no noise):
+the baseline that is free to memorize.  torch is imported lazily.
+
+>>> encode_bytes("hé")
+[104, 195, 169]
+>>> VOCABULARY, BEGIN
+(257, 256)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from safeshare.errors import InputError, InputFileNotFoundError
+from safeshare.train.accounting import Accounting
+from safeshare.train.dpsgd import DPSGDSettings, require_torch, run_dpsgd, torch_generator
+from safeshare.train.tabular import write_model
+from safeshare.train.text import check_texts
+
+BEGIN = 256  # the begin-of-text token, after the 256 byte values
+VOCABULARY = 257
+IGNORED = -100  # label of padding: no loss (CrossEntropyLoss's ignore_index)
+KIND = "causal language model"
+
+
+def encode_bytes(text: str) -> list[int]:
+    """The UTF-8 bytes of ``text`` as token ids (the public byte vocabulary)."""
+    return list(text.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class LanguageModelSettings:
+    """The network's shape and how it is trained (everything but the data and the budget)."""
+
+    context: int = 64
+    width: int = 64
+    layers: int = 1
+    heads: int = 2
+    epochs: float = 5.0
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+    max_grad_norm: float = 1.0
+    accountant: Accounting = "pld"
+
+    def __post_init__(self) -> None:
+        for name in ("context", "width", "layers", "heads", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a positive whole number, got {value!r}")
+        if not 8 <= self.context <= 1024:
+            raise InputError(f"context must lie in [8, 1024] bytes, got {self.context!r}")
+        if self.width % self.heads:
+            raise InputError(f"width {self.width} must be a multiple of heads {self.heads}")
+        if not (math.isfinite(self.epochs) and self.epochs > 0):
+            raise InputError(f"epochs must be a positive number, got {self.epochs!r}")
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise InputError(f"learning_rate must be positive, got {self.learning_rate!r}")
+
+
+def _network_class() -> Any:
+    torch, _ = require_torch()
+    nn = torch.nn
+
+    class Block(nn.Module):  # type: ignore[misc,name-defined]
+        """Pre-LayerNorm causal self-attention and MLP, on plain Linear layers."""
+
+        def __init__(self, width: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.attention_norm = nn.LayerNorm(width)
+            self.query = nn.Linear(width, width)
+            self.key = nn.Linear(width, width)
+            self.value = nn.Linear(width, width)
+            self.attention_out = nn.Linear(width, width)
+            self.mlp_norm = nn.LayerNorm(width)
+            self.inner = nn.Linear(width, 4 * width)
+            self.outer = nn.Linear(4 * width, width)
+
+        def forward(self, hidden: Any) -> Any:
+            records, tokens, width = hidden.shape
+            size = width // self.heads
+
+            def split(x: Any) -> Any:
+                return x.view(records, tokens, self.heads, size).transpose(1, 2)
+
+            normed = self.attention_norm(hidden)
+            query, key = split(self.query(normed)), split(self.key(normed))
+            scores = query @ key.transpose(-1, -2) / math.sqrt(size)
+            future = torch.ones(tokens, tokens, dtype=torch.bool, device=hidden.device).triu(1)
+            scores = scores.masked_fill(future, torch.finfo(scores.dtype).min)
+            context = scores.softmax(dim=-1) @ split(self.value(normed))
+            context = context.transpose(1, 2).reshape(records, tokens, width)
+            hidden = hidden + self.attention_out(context)
+            inner = torch.nn.functional.gelu(self.inner(self.mlp_norm(hidden)))
+            return hidden + self.outer(inner)
+
+    class CausalLM(nn.Module):  # type: ignore[misc,name-defined]
+        """Token and position embeddings, blocks, a final LayerNorm and a linear head."""
+
+        def __init__(self, context: int, width: int, layers: int, heads: int) -> None:
+            super().__init__()
+            self.tokens = nn.Embedding(VOCABULARY, width)
+            self.positions = nn.Embedding(context, width)
+            self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+            self.final_norm = nn.LayerNorm(width)
+            self.head = nn.Linear(width, VOCABULARY)
+
+        def forward(self, ids: Any) -> Any:
+            places = torch.arange(ids.shape[1], device=ids.device).repeat(ids.shape[0], 1)
+            hidden = self.tokens(ids) + self.positions(places)
+            for block in self.blocks:
+                hidden = block(hidden)
+            return self.head(self.final_norm(hidden))  # (records, tokens, vocabulary)
+
+    return CausalLM
+
+
+def build_network(settings: LanguageModelSettings, generator: Any | None) -> Any:
+    """The network; weights N(0, 0.02) from ``generator`` (None: left for loading)."""
+    torch, _ = require_torch()
+    module = _network_class()(settings.context, settings.width, settings.layers, settings.heads)
+    if generator is not None:
+        with torch.no_grad():
+            for layer in module.modules():
+                if isinstance(layer, torch.nn.Linear | torch.nn.Embedding):
+                    layer.weight.normal_(0.0, 0.02, generator=generator)
+                if isinstance(layer, torch.nn.Linear):
+                    layer.bias.zero_()
+    return module
+
+
+def sequences(texts: Sequence[str], context: int) -> tuple[Any, Any, int]:
+    """Inputs ``(records, context)`` (begin token, then bytes) and next-byte labels.
+
+    Texts are cut to ``context`` bytes; padding has label -100 (no loss).  Returns the
+    inputs, the labels and how many texts were cut.
+    """
+    torch, _ = require_torch()
+    ids = torch.zeros((len(texts), context), dtype=torch.long)
+    labels = torch.full((len(texts), context), IGNORED, dtype=torch.long)
+    cut = 0
+    for row, text in enumerate(texts):
+        data = encode_bytes(text)
+        cut += len(data) > context
+        data = data[:context]
+        inputs = [BEGIN, *data[:-1]] if data else [BEGIN]
+        ids[row, : len(inputs)] = torch.tensor(inputs)
+        if data:
+            labels[row, : len(data)] = torch.tensor(data)
+    return ids, labels, cut
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """A trained byte-level causal language model and its card."""
+
+    module: Any
+    settings: LanguageModelSettings
+    card: dict[str, Any]
+
+    @property
+    def context(self) -> int:
+        return self.settings.context
+
+    def log_likelihoods(self, texts: Sequence[str], *, chunk: int = 1024) -> Any:
+        """Each text's total log-likelihood (nats) of its first ``context`` bytes, as numpy."""
+        import numpy as np
+
+        torch, _ = require_torch()
+        texts = list(texts)
+        longest = max((len(encode_bytes(t)) for t in texts), default=1)
+        width = max(1, min(self.context, longest))
+        out = np.zeros(len(texts), dtype=np.float64)
+        self.module.eval()
+        with torch.no_grad():
+            for start in range(0, len(texts), chunk):
+                ids, labels, _ = sequences(texts[start : start + chunk], width)
+                logits = self.module(ids)
+                loss = torch.nn.functional.cross_entropy(
+                    logits.transpose(1, 2), labels, ignore_index=IGNORED, reduction="none"
+                )
+                out[start : start + len(ids)] = -loss.sum(dim=1).double().numpy()
+        return out
+
+    def losses(self, texts: Sequence[str]) -> Any:
+        """Per-text mean negative log-likelihood per byte (what a loss attack scores)."""
+        import numpy as np
+
+        counts = np.array([max(1, min(len(encode_bytes(t)), self.context)) for t in texts])
+        return -self.log_likelihoods(texts) / counts
+
+    def greedy(self, prompts: Sequence[Sequence[int]], tokens: int) -> list[list[int]]:
+        """The ``tokens`` most likely next bytes after each prompt (all of one length)."""
+        torch, _ = require_torch()
+        lengths = {len(p) for p in prompts}
+        if len(lengths) > 1:
+            raise InputError("greedy decoding takes prompts of one length; cut them to one")
+        length = lengths.pop() if lengths else 0
+        if length + tokens > self.context:
+            raise InputError(
+                f"prompt ({length}) + decoded ({tokens}) bytes exceed the model's context "
+                f"({self.context}); ask for fewer"
+            )
+        ids = torch.tensor([[BEGIN, *p] for p in prompts], dtype=torch.long).view(-1, length + 1)
+        self.module.eval()
+        with torch.no_grad():
+            for _ in range(tokens):
+                logits = self.module(ids)[:, -1, :BEGIN]  # never the begin token
+                ids = torch.cat([ids, logits.argmax(dim=1, keepdim=True)], dim=1)
+        return [row[length + 1 :] for row in ids.tolist()]
+
+    def save(self, out: str | Path, *, force: bool = False) -> Path:
+        """``model.safetensors`` (weights only, no pickle) and ``card.json``."""
+        return write_model(out, self.module, self.card, force=force)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> LanguageModel:
+        """A model written by :meth:`save`."""
+        from safetensors.torch import load_file
+
+        path = Path(folder)
+        card_path, weights = path / "card.json", path / "model.safetensors"
+        if not card_path.is_file() or not weights.is_file():
+            raise InputFileNotFoundError(
+                f"{str(path)!r} lacks card.json or model.safetensors; give the directory "
+                "LanguageModel.save wrote"
+            )
+        card = json.loads(card_path.read_text(encoding="utf-8"))
+        spec = card.get("model", {})
+        if spec.get("kind") != KIND:
+            raise InputError(f"{str(card_path)!r} is not the card of a {KIND}")
+        settings = LanguageModelSettings(**card["settings"])
+        module = build_network(settings, None)
+        module.load_state_dict(load_file(str(weights)))
+        return cls(module, settings, card)
+
+
+def train_language_model(
+    texts: Sequence[str],
+    *,
+    epsilon: float | None,
+    delta: float | None = None,
+    settings: LanguageModelSettings | None = None,
+    text_column: str = "text",
+    rng: int | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> LanguageModel:
+    """Train the byte-level LM on ``texts`` under (epsilon, delta)-DP, unit = one text.
+
+    ``epsilon=None`` trains without DP (a baseline for memorization studies).
+    ``delta`` defaults to 1 / (10 x texts).  ``rng``: an integer seed (reproducible, the
+    card says NOT secure) or None (OS-seeded).
+    """
+    torch, opacus = require_torch()
+    settings = settings or LanguageModelSettings()
+    texts = check_texts(texts, text_column)
+    records = len(texts)
+    dp = None
+    if epsilon is not None:
+        dp = DPSGDSettings(
+            records=records,
+            batch_size=settings.batch_size,
+            epochs=settings.epochs,
+            epsilon=epsilon,
+            delta=1.0 / (10 * records) if delta is None else delta,
+            max_grad_norm=settings.max_grad_norm,
+            accountant=settings.accountant,
+            clipping="ghost",
+        )
+    generator, seeded = torch_generator(rng)
+    ids, labels, cut = sequences(texts, settings.context)
+    if cut:
+        warnings.warn(
+            f"{cut} of {records} texts in column {text_column!r} are longer than "
+            f"{settings.context} bytes and were cut to it; raise context to keep more",
+            UserWarning,
+            stacklevel=2,
+        )
+    module = build_network(settings, generator)
+
+    def adam(params: Any) -> Any:
+        return torch.optim.Adam(params, lr=settings.learning_rate)
+
+    if dp is not None:
+        run = run_dpsgd(
+            module,
+            ids,
+            labels,
+            dp,
+            make_optimizer=adam,
+            generator=generator,
+            seeded=seeded,
+            progress=progress,
+        )
+        privacy = {
+            **run.privacy(),
+            "privacy_unit": "record (one text: one sequence of at most "
+            f"{settings.context} bytes; Poisson sampling over texts, each sequence's whole "
+            "gradient clipped)",
+            "public": "the number of texts, the byte vocabulary and the network's shape",
+        }
+        epochs = run.steps_taken * dp.sampling_rate
+    else:
+        epochs = _train_nonprivate(module, ids, labels, settings, generator, adam)
+        privacy = {"guarantee": "none (not differentially private)", "epsilon": None}
+    card = {
+        "model": {
+            "kind": KIND,
+            "vocabulary": "UTF-8 bytes (256) and a begin-of-text token: public, nothing "
+            "read from the texts",
+            "architecture": f"GPT-style, {settings.layers} pre-LayerNorm block(s), width "
+            f"{settings.width}, {settings.heads} heads, trained from scratch",
+            "context": settings.context,
+            "truncation": f"texts longer than {settings.context} bytes are cut to it",
+            "text_column": text_column,
+            "parameters": int(sum(p.numel() for p in module.parameters())),
+            "weights": "model.safetensors",
+        },
+        "settings": asdict(settings),
+        "privacy": privacy,
+        "training": {"records": records, "epochs": epochs, "optimizer": "adam", "seeded": seeded},
+        "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
+    }
+    return LanguageModel(module, settings, card)
+
+
+def _train_nonprivate(
+    module: Any,
+    ids: Any,
+    labels: Any,
+    settings: LanguageModelSettings,
+    generator: Any,
+    make_optimizer: Callable[[Any], Any],
+) -> float:
+    """Shuffled fixed-size batches, no clipping, no noise: free to memorize."""
+    torch, _ = require_torch()
+    records = int(ids.shape[0])
+    batch = min(settings.batch_size, records)
+    steps = math.ceil(settings.epochs * records / batch)
+    optimizer = make_optimizer(module.parameters())
+    module.train()
+    taken = 0
+    while taken < steps:
+        order = torch.randperm(records, generator=generator)
+        for start in range(0, records, batch):
+            if taken == steps:
+                break
+            rows = order[start : start + batch]
+            optimizer.zero_grad()
+            logits = module(ids[rows])
+            loss = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), labels[rows], ignore_index=IGNORED
+            )
+            loss.backward()
+            optimizer.step()
+            taken += 1
+    return taken * batch / records
