@@ -284,6 +284,42 @@ def check_opacus_layers(module: Any) -> None:
         )
 
 
+def train_shuffled(
+    module: Any,
+    features: Any,
+    labels: Any,
+    *,
+    batch_size: int,
+    epochs: float,
+    optimizer: Any,
+    generator: Any,
+    loss: Callable[[Any, Any], Any],
+) -> float:
+    """The non-private baseline: shuffled fixed-size batches, no clipping, no noise.
+
+    ``features`` is one tensor or a tuple of them (the module's positional inputs);
+    ``loss(output, labels)`` is the batch's loss.  Returns the epochs run.
+    """
+    torch, _ = require_torch()
+    inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
+    records = int(labels.shape[0])
+    batch = min(batch_size, records)
+    steps = math.ceil(epochs * records / batch)
+    module.train()
+    taken = 0
+    while taken < steps:
+        order = torch.randperm(records, generator=generator)
+        for start in range(0, records, batch):
+            if taken == steps:
+                break
+            rows = order[start : start + batch]
+            optimizer.zero_grad()
+            loss(module(*(x[rows] for x in inputs)), labels[rows]).backward()
+            optimizer.step()
+            taken += 1
+    return taken * batch / records
+
+
 def _run_opacus(
     engine: Any,
     module: Any,

@@ -29,7 +29,13 @@ from typing import Any
 
 from safeshare.errors import InputError, InputFileNotFoundError
 from safeshare.train.accounting import Accounting
-from safeshare.train.dpsgd import DPSGDSettings, require_torch, run_dpsgd, torch_generator
+from safeshare.train.dpsgd import (
+    DPSGDSettings,
+    require_torch,
+    run_dpsgd,
+    torch_generator,
+    train_shuffled,
+)
 from safeshare.train.tabular import write_model
 from safeshare.train.text import check_texts
 
@@ -317,7 +323,18 @@ def train_language_model(
         }
         epochs = run.steps_taken * dp.sampling_rate
     else:
-        epochs = _train_nonprivate(module, ids, labels, settings, generator, adam)
+        epochs = train_shuffled(
+            module,
+            ids,
+            labels,
+            batch_size=settings.batch_size,
+            epochs=settings.epochs,
+            optimizer=adam(module.parameters()),
+            generator=generator,
+            loss=lambda logits, target: torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), target, ignore_index=IGNORED
+            ),
+        )
         privacy = {"guarantee": "none (not differentially private)", "epsilon": None}
     card = {
         "model": {
@@ -338,36 +355,3 @@ def train_language_model(
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return LanguageModel(module, settings, card)
-
-
-def _train_nonprivate(
-    module: Any,
-    ids: Any,
-    labels: Any,
-    settings: LanguageModelSettings,
-    generator: Any,
-    make_optimizer: Callable[[Any], Any],
-) -> float:
-    """Shuffled fixed-size batches, no clipping, no noise: free to memorize."""
-    torch, _ = require_torch()
-    records = int(ids.shape[0])
-    batch = min(settings.batch_size, records)
-    steps = math.ceil(settings.epochs * records / batch)
-    optimizer = make_optimizer(module.parameters())
-    module.train()
-    taken = 0
-    while taken < steps:
-        order = torch.randperm(records, generator=generator)
-        for start in range(0, records, batch):
-            if taken == steps:
-                break
-            rows = order[start : start + batch]
-            optimizer.zero_grad()
-            logits = module(ids[rows])
-            loss = torch.nn.functional.cross_entropy(
-                logits.transpose(1, 2), labels[rows], ignore_index=IGNORED
-            )
-            loss.backward()
-            optimizer.step()
-            taken += 1
-    return taken * batch / records

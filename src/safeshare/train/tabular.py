@@ -34,7 +34,13 @@ import numpy as np
 from safeshare.data import Table
 from safeshare.errors import InputError, OutputExistsError, SchemaError
 from safeshare.train.accounting import Accounting
-from safeshare.train.dpsgd import DPSGDSettings, require_torch, run_dpsgd, torch_generator
+from safeshare.train.dpsgd import (
+    DPSGDSettings,
+    require_torch,
+    run_dpsgd,
+    torch_generator,
+    train_shuffled,
+)
 
 
 def one_hot(table: Table, features: Sequence[str]) -> np.ndarray:
@@ -252,26 +258,22 @@ def train_tabular_nonprivate(
     targets = torch.from_numpy(labels)
     module = _mlp(inputs.shape[1], hidden, classes, generator)
     optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate)
-    steps = int(np.ceil(epochs * len(table) / batch_size))
-    module.train()
-    taken = 0
-    while taken < steps:
-        order = torch.randperm(len(table), generator=generator)
-        for start in range(0, len(table), batch_size):
-            if taken == steps:
-                break
-            rows = order[start : start + batch_size]
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(module(inputs[rows]), targets[rows])
-            loss.backward()
-            optimizer.step()
-            taken += 1
+    epochs_run = train_shuffled(
+        module,
+        inputs,
+        targets,
+        batch_size=batch_size,
+        epochs=epochs,
+        optimizer=optimizer,
+        generator=generator,
+        loss=torch.nn.functional.cross_entropy,
+    )
     card = {
         "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
         "privacy": {"guarantee": "none (not differentially private)", "epsilon": None},
         "training": {
             "records": len(table),
-            "epochs": taken * batch_size / len(table),
+            "epochs": epochs_run,
             "batch_size": batch_size,
             "optimizer": "adam",
             "learning_rate": learning_rate,

@@ -29,7 +29,13 @@ import pandas as pd
 
 from safeshare.errors import InputError, InputFileNotFoundError
 from safeshare.train.accounting import Accounting
-from safeshare.train.dpsgd import DPSGDSettings, require_torch, run_dpsgd, torch_generator
+from safeshare.train.dpsgd import (
+    DPSGDSettings,
+    require_torch,
+    run_dpsgd,
+    torch_generator,
+    train_shuffled,
+)
 from safeshare.train.tabular import write_model
 from safeshare.train.text_model import empty_top_layers, lower_hidden_states, top_layers
 
@@ -304,7 +310,16 @@ def train_text(
         }
         epochs = run.steps_taken * dp.sampling_rate
     else:
-        epochs = _train_nonprivate(module, states, mask, targets, settings, generator, adam)
+        epochs = train_shuffled(
+            module,
+            (states, mask),
+            targets,
+            batch_size=settings.batch_size,
+            epochs=settings.epochs,
+            optimizer=adam(module.parameters()),
+            generator=generator,
+            loss=torch.nn.functional.cross_entropy,
+        )
         privacy = {"guarantee": "none (not differentially private)", "epsilon": None}
     card = {
         "model": _model_card(frozen, settings, below, classes, text_column, target),
@@ -321,39 +336,6 @@ def train_text(
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return TextModel(module, frozen, below, tuple(str(c) for c in classes), card)
-
-
-def _train_nonprivate(
-    module: Any,
-    states: Any,
-    mask: Any,
-    targets: Any,
-    settings: TextSettings,
-    generator: Any,
-    make_optimizer: Callable[[Any], Any],
-) -> float:
-    """Shuffled fixed-size batches, no clipping, no noise: the non-private baseline."""
-    torch, _ = require_torch()
-    records = int(targets.shape[0])
-    batch = min(settings.batch_size, records)
-    steps = math.ceil(settings.epochs * records / batch)
-    optimizer = make_optimizer(module.parameters())
-    module.train()
-    taken = 0
-    while taken < steps:
-        order = torch.randperm(records, generator=generator)
-        for start in range(0, records, batch):
-            if taken == steps:
-                break
-            rows = order[start : start + batch]
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(
-                module(states[rows], mask[rows]), targets[rows]
-            )
-            loss.backward()
-            optimizer.step()
-            taken += 1
-    return taken * batch / records
 
 
 def _model_card(
