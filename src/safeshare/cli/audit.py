@@ -1,4 +1,4 @@
-"""``safeshare audit``: audit the training procedure behind a model with canaries or LiRA.
+"""``safeshare audit``: audit a model's training procedure (canaries, LiRA) or its weights.
 
 ``--attack canaries`` (the default) re-trains, at the settings on the model's card
 (epsilon, delta, batch, epochs, clipping, MLP size), on the training data plus
@@ -7,7 +7,11 @@ losses are into an empirical epsilon lower bound (one-run audit), a membership a
 and exposures.  ``--attack lira`` trains a target model and ``--shadows`` shadow models
 at the same settings on random halves of the data and runs LiRA (Carlini et al. 2022)
 on every record: AUC and TPR at low FPR.  Both audit the *procedure*, not the saved
-weights.  The output is for the data owner: it reads the data without DP.
+weights.  A language model (``safeshare train --language-model``) takes ``--attack
+extraction`` (prefix -> suffix extraction and a loss attack on its saved weights, training
+texts against the texts held out at training) or ``--attack canaries`` (re-training at the
+card's settings on its training texts plus digit canaries, scored by log-likelihood); LiRA
+is for the classifiers.  The output is for the data owner: it reads the data without DP.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import typer
 
-from safeshare.cli._output import progress_bar, stdout
+from safeshare.cli._output import console, progress_bar, stdout
 
 
 def _clipping(described: str) -> str:
@@ -68,37 +72,85 @@ def audit_command(
     data: Path = typer.Option(..., "--data", help="The training data (CSV/TSV or Parquet)."),
     out: Path = typer.Option(..., "--out", "-o", help="Directory to write audit.json, report.txt."),
     attack: str = typer.Option(
-        "canaries", "--attack", help="canaries (one-run audit) or lira (shadow models)."
+        "canaries",
+        "--attack",
+        help="canaries (one-run audit), lira (shadow models; classifiers) or extraction "
+        "(language models: prefix -> suffix on the saved weights).",
     ),
     canaries: int = typer.Option(1000, "--canaries", help="Canaries (about half inserted)."),
+    digits: int = typer.Option(
+        6, "--digits", help="Language model: random digits in each canary ('my number is ...')."
+    ),
+    prefix: int = typer.Option(16, "--prefix", help="Extraction: bytes of each text given."),
+    suffix: int = typer.Option(16, "--suffix", help="Extraction: bytes decoded and compared."),
     shadows: int = typer.Option(8, "--shadows", help="LiRA: shadow models (even)."),
     offline: bool = typer.Option(
         False, "--offline", help="LiRA: the offline variant (OUT shadows only)."
     ),
-    kind: str = typer.Option("random-label", help="random-label or out-of-distribution."),
+    kind: str | None = typer.Option(
+        None, help="Classifier canaries: random-label (default) or out-of-distribution."
+    ),
     schema: Path | None = typer.Option(None, help="The YAML schema the model was trained with."),
     significance: float = typer.Option(0.05, help="The audit holds with 1 - significance."),
     seed: int | None = typer.Option(None, help="Reproducible canaries and training."),
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    as_json: bool = typer.Option(False, "--json", help="Print audit.json's content (no summary)."),
 ) -> None:
     """Audit a model's DP training procedure with canaries (an empirical epsilon lower bound)
-    or with LiRA (membership inference with shadow models)."""
+    or with LiRA (membership inference with shadow models); a language model's weights with
+    extraction."""
     import numpy as np
 
     from safeshare.dp.randomness import Randomness
     from safeshare.errors import InputError
-    from safeshare.release.output import check_output, write_release
+    from safeshare.release.output import check_output
     from safeshare.release.training import prepare_table, read_table
     from safeshare.train.canaries import audit_training
     from safeshare.train.tabular import train_tabular
 
-    if attack not in ("canaries", "lira"):
-        raise InputError(f"--attack {attack!r} is unknown; use canaries or lira")
+    if attack not in ("canaries", "lira", "extraction"):
+        raise InputError(f"--attack {attack!r} is unknown; use canaries, lira or extraction")
     check_output(out, force)
+    from safeshare.release.language_model import is_language_model
+
+    if is_language_model(model):
+        if attack == "lira":
+            raise InputError(
+                f"{str(model)!r} is a language model; LiRA audits the classifiers of "
+                "`safeshare train`: use --attack extraction or --attack canaries"
+            )
+        if kind is not None:
+            raise InputError(
+                "--kind applies to classifier canaries; a language model's canaries are digit "
+                "canaries (--digits): drop --kind"
+            )
+        _audit_language_model(
+            model,
+            data,
+            out,
+            attack=attack,
+            schema=schema,
+            canaries=canaries,
+            digits=digits,
+            prefix=prefix,
+            suffix=suffix,
+            significance=significance,
+            seed=seed,
+            force=force,
+            quiet=quiet,
+            as_json=as_json,
+        )
+        return
+    if attack == "extraction":
+        raise InputError(
+            f"--attack extraction needs a language model (`safeshare train --language-model`); "
+            f"{str(model)!r} is not one: use --attack canaries or --attack lira"
+        )
+    kind = "random-label" if kind is None else kind
     settings = _settings(model)
     target = settings.pop("target")
-    with progress_bar(quiet) as progress:
+    with progress_bar(quiet or as_json) as progress:
         progress("reading", 0.0)
         prepared = prepare_table(
             read_table(data, target, schema),
@@ -151,11 +203,118 @@ def audit_command(
         "not_dp": "this audit reads the private data without DP; it is for the data owner",
         **result.describe(),
     }
-    text = "\n".join(result.readings()) + "\n"
+    _write(out, report, result.readings(), force=force, quiet=quiet, as_json=as_json)
+
+
+def _write(
+    out: Path,
+    report: dict[str, Any],
+    readings: list[str],
+    *,
+    force: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``audit.json`` and ``report.txt`` atomically, then the readings (or the JSON)."""
+    from safeshare.release.output import write_release
+
+    text = "\n".join(readings) + "\n"
     write_release(
         out, {"audit.json": json.dumps(report, indent=2) + "\n", "report.txt": text}, force
     )
-    if not quiet:
+    if as_json:
+        stdout.print_json(json.dumps(report))
+    elif not quiet:
         stdout.print(f"written  {out}/audit.json, report.txt")
-        for line in result.readings():
+        for line in readings:
             stdout.print(line)
+
+
+def _audit_language_model(
+    model: Path,
+    data: Path,
+    out: Path,
+    *,
+    attack: str,
+    schema: Path | None,
+    canaries: int,
+    digits: int,
+    prefix: int,
+    suffix: int,
+    significance: float,
+    seed: int | None,
+    force: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """A language model: extraction on its weights, or canaries on its training procedure."""
+    import warnings
+
+    import numpy as np
+
+    from safeshare.dp.randomness import Randomness
+    from safeshare.errors import InputError
+    from safeshare.release.language_model import read_audit_texts
+    from safeshare.train.language_model import LanguageModel
+    from safeshare.train.lm_audit import audit_language_model, extraction_audit
+
+    result: Any
+    with progress_bar(quiet or as_json) as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        progress("reading", 0.0)
+        texts = read_audit_texts(model, data, schema)
+        privacy = texts.card.get("privacy", {})
+        common = {
+            "model": str(model),
+            "text_column": texts.text_column,
+            "training_texts": len(texts.members),
+            "held_out_texts": len(texts.held_out),
+            "not_dp": "this audit reads the private data without DP; it is for the data owner",
+        }
+        if attack == "extraction":
+            progress("extracting", 0.5)
+            result = extraction_audit(
+                LanguageModel.load(model),
+                texts.members,
+                texts.held_out,
+                prefix=prefix,
+                suffix=suffix,
+            )
+            audited = (
+                "the saved weights (model.safetensors): greedy prefix -> suffix extraction and "
+                "a loss-threshold attack, training texts against the texts held out at training"
+            )
+            report = {"audited": audited, **common, **result.describe()}
+        else:
+            if privacy.get("epsilon_budget") is None:
+                raise InputError(
+                    f"{str(model)!r}'s card has no privacy.epsilon_budget: it is not a DP "
+                    "language model from `safeshare train --language-model`"
+                )
+            rng = Randomness(seed).generator() if seed is not None else np.random.default_rng()
+            result = audit_language_model(
+                texts.members,
+                float(privacy["epsilon_budget"]),
+                texts.settings,
+                canaries=canaries,
+                digits=digits,
+                delta=float(privacy["delta"]),
+                significance=significance,
+                text_column=texts.text_column,
+                rng=rng,
+                progress=progress,
+            )
+            audited = (
+                "the DP-SGD training procedure at the model's settings (one run on its training "
+                "texts plus digit canaries), not the saved weights"
+            )
+            report = {
+                "audited": audited,
+                **common,
+                "settings": {"epsilon": float(privacy["epsilon_budget"]), **texts.card["settings"]},
+                **result.describe(),
+            }
+    if not as_json:
+        for warning in caught:  # e.g. how many texts were cut to the context (never a text)
+            console.print(f"[yellow]warning:[/] {warning.message}")
+    _write(out, report, result.readings(), force=force, quiet=quiet, as_json=as_json)

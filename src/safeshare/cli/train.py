@@ -1,13 +1,17 @@
-"""``safeshare train``: a DP-SGD classifier from a CSV/Parquet file, with a card.
+"""``safeshare train``: a DP-SGD model from a CSV/Parquet file, with a card.
 
 The job itself (reading, the domain, the ledger, training, the card) is
-:func:`safeshare.release.training.train_release` (an MLP over the table's columns) or,
+:func:`safeshare.release.training.train_release` (an MLP over the table's columns),
 with ``--text-column``, :func:`safeshare.release.text_training.train_text_release`
-(all-MiniLM-L6-v2's top layer(s) and a head, fine-tuned on the texts).
+(all-MiniLM-L6-v2's top layer(s) and a head, fine-tuned on the texts), or with
+``--language-model --text-column``,
+:func:`safeshare.release.language_model.train_language_model_release` (a byte-level
+causal language model trained from scratch on the texts, some held out for audits).
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,12 @@ from safeshare.cli._output import console, progress_bar, stdout
 
 def train_command(
     data: Path = typer.Argument(..., help="The sensitive table: a CSV/TSV or Parquet file."),
-    target: str = typer.Option(..., "--target", help="The column to predict (categorical)."),
+    target: str | None = typer.Option(
+        None,
+        "--target",
+        help="The column to predict (categorical). Required, except with --language-model "
+        "(which takes none).",
+    ),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy budget epsilon of the model."),
     out: Path = typer.Option(
         ..., "--out", "-o", help="Directory to write model.safetensors and card.json."
@@ -33,23 +42,48 @@ def train_command(
     text_column: str | None = typer.Option(
         None,
         "--text-column",
-        help="Train a text classifier (all-MiniLM-L6-v2, top layer(s) + head) on this column.",
+        help="Train a text classifier (all-MiniLM-L6-v2, top layer(s) + head) on this column; "
+        "with --language-model, the column the language model learns.",
+    ),
+    language_model: bool = typer.Option(
+        False,
+        "--language-model",
+        help="Train a byte-level causal language model from scratch on --text-column "
+        "(one text = one record); no --target.",
     ),
     epochs: float | None = typer.Option(
-        None, help="Passes over the data (expected, Poisson sampling); default 5, text 3."
+        None,
+        help="Passes over the data (expected, Poisson sampling); default 5, text 3, "
+        "language model 5.",
     ),
     batch_size: int | None = typer.Option(
-        None, "--batch-size", help="Expected batch size; default 512, text 256."
+        None, "--batch-size", help="Expected batch size; default 512, text 256, language model 64."
     ),
-    hidden: int = typer.Option(64, help="Hidden units of the MLP."),
+    hidden: int = typer.Option(
+        64, "--hidden", "--width", help="Hidden units of the MLP; the language model's width."
+    ),
+    layers: int = typer.Option(1, "--layers", help="Language model: transformer blocks."),
+    heads: int = typer.Option(2, "--heads", help="Language model: attention heads per block."),
+    holdout_fraction: float = typer.Option(
+        0.1,
+        "--holdout-fraction",
+        help="Language model: share of texts held out of training for audits (their row "
+        "positions go to holdout.json).",
+    ),
     learning_rate: float | None = typer.Option(
-        None, "--learning-rate", help="Adam's learning rate; default 2e-3, text (the head's) 1e-2."
+        None,
+        "--learning-rate",
+        help="Adam's learning rate; default 2e-3, text (the head's) 1e-2, language model 3e-3.",
     ),
     layer_learning_rate: float = typer.Option(
         1e-4, "--layer-learning-rate", help="Text: Adam's learning rate of the trained layers."
     ),
     max_length: int = typer.Option(
-        64, "--max-length", help="Text: tokens kept per text (longer ones are truncated)."
+        64,
+        "--max-length",
+        "--context",
+        help="Text: tokens kept per text (longer ones are truncated); language model: its "
+        "context, bytes kept per text.",
     ),
     train_layers: int = typer.Option(
         1, "--train-layers", help="Text: top transformer layers trained (the rest frozen)."
@@ -57,8 +91,8 @@ def train_command(
     max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Per-record clipping norm."),
     clipping: str | None = typer.Option(
         None,
-        help="linear-ghost (MLP default: exact, fastest), ghost (text default) or hooks "
-        "(Opacus's).",
+        help="linear-ghost (MLP default: exact, fastest), ghost (text and language model "
+        "default; the language model's only one) or hooks (Opacus's).",
     ),
     accountant: str = typer.Option("pld", help="pld (tight, default) or rdp."),
     seed: int | None = typer.Option(
@@ -78,13 +112,50 @@ def train_command(
     ),
     force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    as_json: bool = typer.Option(False, "--json", help="Print the card as JSON (no summary)."),
 ) -> None:
-    """Train a DP-SGD classifier (an MLP, or a text model with --text-column); write a card."""
-    from safeshare.errors import BudgetError
+    """Train a DP-SGD model (an MLP classifier; a text classifier with --text-column; a
+    byte-level language model with --language-model --text-column); write a card."""
+    from safeshare.errors import BudgetError, InputError
     from safeshare.train.accounting import ACCOUNTANTS
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
+    if language_model:
+        _train_language_model(
+            data,
+            text_column,
+            target,
+            out,
+            epsilon=epsilon,
+            delta=delta,
+            schema=schema,
+            max_length=max_length,
+            hidden=hidden,
+            layers=layers,
+            heads=heads,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            max_grad_norm=max_grad_norm,
+            clipping=clipping,
+            accountant=accountant,
+            holdout_fraction=holdout_fraction,
+            unsafe_infer=unsafe_infer,
+            seed=seed,
+            ledger=ledger,
+            total_epsilon=total_epsilon,
+            total_delta=total_delta,
+            force=force,
+            quiet=quiet or as_json,
+            as_json=as_json,
+        )
+        return
+    if target is None:
+        raise InputError(
+            "--target is required: name the column to predict (only --language-model trains "
+            "without one)"
+        )
     common: dict[str, Any] = {
         "epsilon": epsilon,
         "delta": delta,
@@ -96,7 +167,7 @@ def train_command(
         "total_delta": total_delta,
         "force": force,
     }
-    with progress_bar(quiet) as progress:
+    with progress_bar(quiet or as_json) as progress:
         if text_column is not None:
             from safeshare.release.text_training import train_text_release
             from safeshare.train.text import TextSettings
@@ -139,6 +210,9 @@ def train_command(
             )
             model = train_release(data, target, out, settings=settings, progress=progress, **common)
     card = model.card
+    if as_json:
+        stdout.print_json(json.dumps(card))
+        return
     if quiet:
         return
     privacy = card["privacy"]
@@ -154,3 +228,107 @@ def train_command(
     stdout.print(f"domain     {card['domain_source']}")
     for line in card["notes"]:
         console.print(f"[yellow]note:[/] {line}")
+
+
+def _train_language_model(
+    data: Path,
+    text_column: str | None,
+    target: str | None,
+    out: Path,
+    *,
+    epsilon: float,
+    delta: float | None,
+    schema: Path | None,
+    max_length: int,
+    hidden: int,
+    layers: int,
+    heads: int,
+    epochs: float | None,
+    batch_size: int | None,
+    learning_rate: float | None,
+    max_grad_norm: float,
+    clipping: str | None,
+    accountant: str,
+    holdout_fraction: float,
+    unsafe_infer: bool,
+    seed: int | None,
+    ledger: Path | None,
+    total_epsilon: float | None,
+    total_delta: float | None,
+    force: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``--language-model``: check the flags, train, print what protects the model."""
+    from safeshare.errors import InputError
+    from safeshare.release.language_model import train_language_model_release
+    from safeshare.train.language_model import LanguageModelSettings
+
+    if text_column is None:
+        raise InputError(
+            "--language-model needs --text-column: name the column of texts it should learn"
+        )
+    if target is not None:
+        raise InputError(
+            "--target does not apply to --language-model (it learns the texts themselves, "
+            "no label); drop --target, or drop --language-model to train a text classifier"
+        )
+    if clipping not in (None, "ghost"):
+        raise InputError(
+            f"--clipping {clipping!r} cannot train the language model; it takes ghost (the "
+            "default), which clips each text's whole gradient"
+        )
+    if unsafe_infer:
+        raise InputError(
+            "--unsafe-infer does not apply to --language-model: its vocabulary (bytes) is "
+            "public and no domain is read; drop it"
+        )
+    settings = LanguageModelSettings(
+        context=max_length,
+        width=hidden,
+        layers=layers,
+        heads=heads,
+        epochs=5.0 if epochs is None else epochs,
+        batch_size=64 if batch_size is None else batch_size,
+        learning_rate=3e-3 if learning_rate is None else learning_rate,
+        max_grad_norm=max_grad_norm,
+        accountant=accountant,  # type: ignore[arg-type]
+    )
+    with progress_bar(quiet) as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        model = train_language_model_release(
+            data,
+            text_column,
+            out,
+            epsilon=epsilon,
+            delta=delta,
+            schema_path=schema,
+            settings=settings,
+            holdout_fraction=holdout_fraction,
+            seed=seed,
+            ledger=ledger,
+            total_epsilon=total_epsilon,
+            total_delta=total_delta,
+            force=force,
+            progress=progress,
+        )
+    for warning in caught:  # e.g. how many texts were cut to the context (never a text)
+        console.print(f"[yellow]warning:[/] {warning.message}")
+    card = model.card
+    if as_json:
+        stdout.print_json(json.dumps(card))
+        return
+    if quiet:
+        return
+    privacy, spec, holdout = card["privacy"], card["model"], card["holdout"]
+    stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json")
+    stdout.print(f"guarantee  {card['guarantee']}")
+    stdout.print(
+        f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
+        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}"
+    )
+    stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
+    stdout.print(
+        f"held out   {holdout['texts']} of {card['input']['rows']} texts for audits "
+        "(row positions in holdout.json)"
+    )

@@ -55,7 +55,8 @@ class OneRunAudit:
             "canaries": self.canaries,
             "guesses": self.guesses,
             "correct": self.correct,
-            "threshold": self.threshold,
+            # no guess at all: +inf, which JSON cannot hold
+            "threshold": self.threshold if math.isfinite(self.threshold) else None,
             "thresholds_tested": self.thresholds_tested,
         }
 
@@ -192,3 +193,20 @@ def canaries_needed(epsilon: float, *, significance: float = 0.05) -> int:
         raise InputError(f"epsilon must be a positive number, got {epsilon!r}")
     q = 1.0 / (1.0 + math.exp(-epsilon))
     return 2 * math.ceil(math.log(significance) / math.log(q))
+
+
+def perfect_guess_bound(
+    inserted: int, held_out: int, *, significance: float = 0.05, delta: float = 1e-6
+) -> float:
+    """The most a one-run audit can show with these canaries: every inserted one scored
+    above every held-out one.  A leaky procedure's bound is read against this cap.
+
+    >>> round(perfect_guess_bound(500, 500), 2)
+    4.8
+    """
+    for name, value in (("inserted", inserted), ("held_out", held_out)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{name} must be a positive whole number of canaries, got {value!r}")
+    return one_run_audit(
+        np.ones(inserted), np.zeros(held_out), significance=significance, delta=delta
+    ).epsilon

@@ -213,6 +213,26 @@ def make_digit_canaries(
     return DigitCanaries(order, flags, template, digits)
 
 
+def draw_digit_canaries(
+    count: int,
+    *,
+    digits: int = 6,
+    template: str = DEFAULT_TEMPLATE,
+    rng: np.random.Generator,
+) -> DigitCanaries:
+    """``count`` canaries with distinct random secrets, each inserted independently with
+    probability 1/2 (what the one-run audit's theorem requires; counts vary from run to run).
+
+    >>> drawn = draw_digit_canaries(200, digits=4, rng=np.random.default_rng(0))
+    >>> len(drawn.texts), 70 < int(drawn.inserted.sum()) < 130
+    (200, True)
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+        raise InputError(f"the number of canaries must be a whole number >= 2, got {count!r}")
+    made = make_digit_canaries(count - 1, 1, digits=digits, template=template, rng=rng)
+    return DigitCanaries(made.secrets, rng.random(count) < 0.5, template, digits)
+
+
 @dataclass(frozen=True)
 class Exposure:
     """Exposure in bits of each canary, and how the ranks were found."""

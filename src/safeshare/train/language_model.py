@@ -231,9 +231,12 @@ class LanguageModel:
                 ids = torch.cat([ids, logits.argmax(dim=1, keepdim=True)], dim=1)
         return [row[length + 1 :] for row in ids.tolist()]
 
-    def save(self, out: str | Path, *, force: bool = False) -> Path:
-        """``model.safetensors`` (weights only, no pickle) and ``card.json``."""
-        return write_model(out, self.module, self.card, force=force)
+    def save(
+        self, out: str | Path, *, force: bool = False, extra: dict[str, str] | None = None
+    ) -> Path:
+        """``model.safetensors`` (weights only, no pickle), ``card.json`` and ``extra`` text
+        files (name -> content), written atomically."""
+        return write_model(out, self.module, self.card, force=force, extra=extra)
 
     @classmethod
     def load(cls, folder: str | Path) -> LanguageModel:

@@ -120,8 +120,16 @@ class TabularModel:
         return write_model(out, self.module, self.card, force=force)
 
 
-def write_model(out: str | Path, module: Any, card: dict[str, Any], *, force: bool = False) -> Path:
-    """Write ``module``'s weights (``model.safetensors``, no pickle) and ``card.json`` atomically."""
+def write_model(
+    out: str | Path,
+    module: Any,
+    card: dict[str, Any],
+    *,
+    force: bool = False,
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """Write ``module``'s weights (``model.safetensors``, no pickle), ``card.json`` and the
+    ``extra`` text files (name -> content) atomically."""
     try:
         from safetensors.torch import save_file
     except ImportError:
@@ -138,6 +146,10 @@ def write_model(out: str | Path, module: Any, card: dict[str, Any], *, force: bo
         save_file(weights, str(staging / "model.safetensors"))
         text = json.dumps(card, indent=2, allow_nan=False) + "\n"
         (staging / "card.json").write_text(text, encoding="utf-8")
+        for name, content in (extra or {}).items():
+            if name in ("model.safetensors", "card.json") or Path(name).name != name:
+                raise InputError(f"extra file name {name!r} must be a plain, new file name")
+            (staging / name).write_text(content, encoding="utf-8")
         if target.exists():
             shutil.rmtree(target) if target.is_dir() else target.unlink()
         os.chmod(staging, 0o755)

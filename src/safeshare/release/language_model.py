@@ -1,0 +1,290 @@
+"""``safeshare train --language-model``'s job, and reading a language model's texts for audits.
+
+The byte-level LM (:mod:`safeshare.train.language_model`) is trained with DP-SGD on one
+text column; one text is one sequence is the privacy unit.  Before training, a fraction of
+the rows is held out, chosen uniformly at random independently of the texts (so holding
+them out costs no budget); their **row positions** (never their texts) are written to
+``holdout.json`` beside the weights, with the input's SHA-256, so that
+``safeshare audit --attack extraction|canaries`` can tell training texts from held-out ones
+later.  Every check on the input runs before the whole (epsilon, delta) is committed to the
+ledger.  The card names the column and the input's hash, never a text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from safeshare._progress import Progress, no_progress
+from safeshare.data.readers import read_frame
+from safeshare.data.schema import Schema
+from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
+from safeshare.dp.ledger import Ledger
+from safeshare.dp.randomness import Randomness
+from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
+from safeshare.evaluate.split import holdout_size, train_holdout_split
+from safeshare.release.output import check_output
+from safeshare.release.pipeline import ledger_summary, read_input
+from safeshare.train.dpsgd import require_torch
+from safeshare.train.language_model import (
+    KIND,
+    LanguageModel,
+    LanguageModelSettings,
+    train_language_model,
+)
+from safeshare.train.text import check_texts
+
+HOLDOUT_FILE = "holdout.json"
+MIN_TEXTS = 20  # fewer leaves nothing to hold out and no batch for DP-SGD
+DEFAULT_HOLDOUT = 0.1
+
+
+@dataclass(frozen=True)
+class TextInput:
+    """The texts of one column, the input's content hash and its name."""
+
+    texts: list[str]
+    fingerprint: str
+    name: str
+
+
+def read_texts(data: Path, text_column: str, schema_path: Path | None = None) -> TextInput:
+    """The text column of ``data`` (checked: present, no missing or blank text)."""
+    schema = Schema.load(schema_path) if schema_path is not None else None
+    frame, fingerprint, name = read_input(data, schema, None)
+    if (
+        text_column not in frame.columns
+        and schema is None
+        and data.suffix.lower()
+        not in (
+            ".parquet",
+            ".pq",
+        )
+    ):
+        # a table of texts only defeats header detection (no numbers below the names); a
+        # named --text-column says the first line is a header
+        again = read_frame(data, header=True)
+        if text_column in again.columns:
+            frame = again
+    if text_column not in frame.columns:
+        raise SchemaError(
+            f"--text-column {text_column!r} is not a column of {name}; columns: "
+            f"{list(frame.columns)}"
+        )
+    values = frame[text_column].tolist()
+    blank = [
+        row
+        for row, text in enumerate(values)
+        if text is None or text is pd.NA or (isinstance(text, str) and not text.strip())
+    ]
+    if blank and len(blank) < len(values):
+        shown = ", ".join(str(r) for r in blank[:5]) + (", ..." if len(blank) > 5 else "")
+        raise InputError(
+            f"text column {text_column!r} has {len(blank)} missing or blank text(s) (row "
+            f"positions {shown}, 0-based, header excluded); a language model learns nothing "
+            "from them: drop those rows"
+        )
+    return TextInput(check_texts(values, text_column), fingerprint, name)
+
+
+def check_sizes(texts: int, holdout_fraction: float, settings: LanguageModelSettings) -> int:
+    """The number held out; refuse too few texts or a batch over half the training texts."""
+    if not 0 < holdout_fraction <= 0.5:
+        raise InputError(
+            f"--holdout-fraction must lie in (0, 0.5], got {holdout_fraction!r}; "
+            f"{DEFAULT_HOLDOUT} is the default"
+        )
+    if texts < MIN_TEXTS:
+        raise InputError(
+            f"a language model needs at least {MIN_TEXTS} texts (some are held out for audits, "
+            f"the rest must fill DP-SGD batches); the column has {texts}: give more texts"
+        )
+    held_out = holdout_size(texts, holdout_fraction)
+    if held_out < 2:
+        raise InputError(
+            f"--holdout-fraction {holdout_fraction:g} of {texts} texts holds out {held_out}; "
+            "audits need at least 2: raise it"
+        )
+    training = texts - held_out
+    if settings.batch_size > training // 2:
+        raise InputError(
+            f"--batch-size {settings.batch_size} is more than half the {training} training "
+            f"texts (Poisson sampling needs batch <= records / 2); use at most {training // 2}"
+        )
+    return held_out
+
+
+def train_language_model_release(
+    data: Path,
+    text_column: str,
+    out: Path,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    schema_path: Path | None = None,
+    settings: LanguageModelSettings | None = None,
+    holdout_fraction: float = DEFAULT_HOLDOUT,
+    seed: int | None = None,
+    ledger: Ledger | Path | None = None,
+    total_epsilon: float | None = None,
+    total_delta: float | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> LanguageModel:
+    """Train the byte-level LM with DP-SGD on ``text_column`` of ``data``; write it to ``out``.
+
+    ``delta=None`` means 1 / (10 x texts), all rows counted.  ``seed`` makes the held-out
+    rows, the initial weights and the noise reproducible (NOT private against anyone who
+    knows it); None draws them from the OS.
+    """
+    settings = settings or LanguageModelSettings()
+    report = progress or no_progress
+    check_output(out, force)
+    check_epsilon(epsilon)
+    if delta is not None:
+        check_delta(delta)
+    require_torch()  # before any budget is spent
+    report("reading", 0.0)
+    source = read_texts(data, text_column, schema_path)
+    rows = len(source.texts)
+    held_out = check_sizes(rows, holdout_fraction, settings)
+    delta = 1.0 / (10 * rows) if delta is None else delta
+    total = None
+    if total_epsilon is not None or total_delta is not None:
+        total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    status = book.spend(
+        source.fingerprint,
+        PrivacyBudget(epsilon, delta),
+        label="train dp-sgd language model",
+        name=source.name,
+        default_total=total,
+    )
+    randomness = Randomness(seed)
+    train_rows, holdout_rows = train_holdout_split(rows, holdout_fraction, randomness.generator())
+    model = train_language_model(
+        [source.texts[i] for i in train_rows],
+        epsilon=epsilon,
+        delta=delta,
+        settings=settings,
+        text_column=text_column,
+        rng=seed,
+        progress=report,
+    )
+    card = _card(model.card, source, epsilon, delta, rows, held_out, holdout_fraction, seed)
+    card["ledger"] = ledger_summary(book, status)
+    holdout = {
+        "what": "0-based positions of the data rows (header excluded) held out of training: "
+        "positions only, never text",
+        "rows": sorted(int(r) for r in holdout_rows),
+        "rows_total": rows,
+        "text_column": text_column,
+        "input_sha256": source.fingerprint,
+    }
+    model = LanguageModel(model.module, model.settings, card)
+    report("writing", 1.0)
+    model.save(out, force=force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"})
+    return model
+
+
+def _card(
+    card: dict[str, Any],
+    source: TextInput,
+    epsilon: float,
+    delta: float,
+    rows: int,
+    held_out: int,
+    fraction: float,
+    seed: int | None,
+) -> dict[str, Any]:
+    privacy = card["privacy"]
+    guarantee = (
+        f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for every text (one text is one record)"
+        + ("" if privacy["secure_noise"] else ", for anyone who does not know the seed")
+    )
+    return {
+        **card,
+        "guarantee": guarantee,
+        "budget": {
+            "epsilon": epsilon,
+            "epsilon_spent": privacy["epsilon"],
+            "delta": delta,
+            "items": [{"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": delta}],
+        },
+        "input": {"name": source.name, "sha256": source.fingerprint, "rows": rows},
+        "holdout": {
+            "texts": held_out,
+            "training_texts": rows - held_out,
+            "fraction": fraction,
+            "file": HOLDOUT_FILE,
+            "chosen": "uniformly at random, independently of the texts ("
+            + ("seeded" if seed is not None else "OS randomness")
+            + "): no budget spent",
+            "note": f"{HOLDOUT_FILE} tells which rows of the input were not trained on; keep it "
+            "with the data owner if the model is shared",
+        },
+        "public": [
+            "the number of texts (rows) and of training texts",
+            "the byte vocabulary and the network's shape",
+        ],
+        "not_dp": ["the number of texts is exact"],
+        "notes": [],
+    }
+
+
+def is_language_model(folder: Path) -> bool:
+    """Whether ``folder``'s card is a language model's (False when there is no card)."""
+    path = folder / "card.json"
+    if not path.is_file():
+        return False
+    card = json.loads(path.read_text(encoding="utf-8"))
+    return bool(card.get("model", {}).get("kind") == KIND)
+
+
+@dataclass(frozen=True)
+class AuditTexts:
+    """A language model's training texts and held-out texts, read back from the data."""
+
+    members: list[str]
+    held_out: list[str]
+    card: dict[str, Any]
+    settings: LanguageModelSettings
+    text_column: str
+
+
+def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) -> AuditTexts:
+    """Split ``data`` as training split it, using ``holdout.json`` in the model ``folder``.
+
+    Refuses data whose SHA-256 is not the one the model was trained on: the row positions
+    would name other texts.
+    """
+    card_path, holdout_path = folder / "card.json", folder / HOLDOUT_FILE
+    if not card_path.is_file() or not holdout_path.is_file():
+        raise InputFileNotFoundError(
+            f"{str(folder)!r} lacks card.json or {HOLDOUT_FILE}; give the directory "
+            "`safeshare train --language-model` wrote"
+        )
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    holdout = json.loads(holdout_path.read_text(encoding="utf-8"))
+    column = str(holdout["text_column"])
+    source = read_texts(data, column, schema_path)
+    if source.fingerprint != holdout["input_sha256"] or len(source.texts) != holdout["rows_total"]:
+        raise InputError(
+            f"--data {source.name!r} is not the file this model was trained on (its SHA-256 "
+            "differs from the card's input.sha256); give that file, unchanged"
+        )
+    out = np.zeros(len(source.texts), dtype=bool)
+    out[np.asarray(holdout["rows"], dtype=np.int64)] = True
+    settings = LanguageModelSettings(**card["settings"])
+    return AuditTexts(
+        [t for t, o in zip(source.texts, out, strict=True) if not o],
+        [t for t, o in zip(source.texts, out, strict=True) if o],
+        card,
+        settings,
+        column,
+    )

@@ -1,0 +1,210 @@
+"""Audits of the byte-level language model: what its weights give back, what its training leaks.
+
+* :func:`extraction_audit` attacks a *trained model*: prefix -> suffix extraction
+  (:func:`~safeshare.train.extraction.extraction_rates`, exact and approximate, Wilson
+  intervals) and the loss-threshold membership attack, on its training texts against
+  texts it never saw.
+* :func:`audit_language_model` audits the *training procedure* with secret canaries
+  (Steinke, Nasr & Jagielski 2023, one run): ``canaries`` texts ``"my number is d d d d d d"``
+  with random digits, each inserted independently with probability 1/2, are added to the
+  texts; the model is trained once at the given settings, and every canary is scored by
+  its log-likelihood (higher = more likely trained on).  The scores give the one-run
+  epsilon lower bound (at the claim's delta), the loss-threshold attack's AUC and each
+  canary's exposure in bits (Carlini et al. 2019).  A DP procedure must never audit above
+  its claimed epsilon; a non-private one that memorizes audits far above 1, up to the
+  cap that ``canaries`` perfect guesses allow (:func:`~safeshare.train.audit.perfect_guess_bound`).
+
+Results hold aggregates only: no text, no canary's secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from safeshare.errors import InputError
+from safeshare.train.audit import OneRunAudit, one_run_audit, perfect_guess_bound
+from safeshare.train.canaries import UNSEEN_EXPOSURE
+from safeshare.train.extraction import (
+    DEFAULT_TEMPLATE,
+    Exposure,
+    Extraction,
+    canary_exposure,
+    draw_digit_canaries,
+    extraction_rates,
+)
+from safeshare.train.language_model import (
+    LanguageModel,
+    LanguageModelSettings,
+    train_language_model,
+)
+from safeshare.train.membership import LOW_FPRS, MembershipAttack, loss_threshold_attack
+from safeshare.train.text import check_texts
+
+
+def _resolvable(nonmembers: int) -> tuple[float, ...]:
+    """The low false-positive rates that ``nonmembers`` scores can resolve (>= 1 of them)."""
+    return tuple(f for f in LOW_FPRS if f * nonmembers >= 1)
+
+
+@dataclass(frozen=True)
+class ExtractionAudit:
+    """Extraction rates and a loss-threshold attack on a trained language model."""
+
+    extraction: Extraction
+    membership: MembershipAttack
+
+    def readings(self) -> list[str]:
+        return [
+            *self.extraction.readings(),
+            f"loss-threshold attack, training vs held-out texts: AUC {self.membership.auc:.3f} "
+            f"({self.membership.members} vs {self.membership.nonmembers} texts; 0.5 = guessing)",
+            *self.membership.readings(),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "extraction": self.extraction.describe(),
+            "membership": self.membership.describe(),
+            "readings": self.readings(),
+        }
+
+
+def extraction_audit(
+    model: LanguageModel,
+    members: Sequence[str],
+    nonmembers: Sequence[str],
+    *,
+    prefix: int = 16,
+    suffix: int = 16,
+    approximate: float = 0.9,
+) -> ExtractionAudit:
+    """Extraction and membership on ``members`` (trained on) against ``nonmembers`` (never)."""
+    members, nonmembers = check_texts(members), check_texts(nonmembers)
+    extraction = extraction_rates(
+        model, members, nonmembers, prefix=prefix, suffix=suffix, approximate=approximate
+    )
+    membership = loss_threshold_attack(
+        model.losses(members), model.losses(nonmembers), fprs=_resolvable(len(nonmembers))
+    )
+    return ExtractionAudit(extraction, membership)
+
+
+@dataclass(frozen=True)
+class LanguageModelAudit:
+    """What one training run with digit canaries showed: bound, attack, exposure."""
+
+    audit: OneRunAudit
+    membership: MembershipAttack
+    exposure: Exposure
+    claimed_epsilon: float | None
+    cap: float  # the bound if every inserted canary outscored every held-out one
+    inserted: int
+    digits: int
+    training_texts: int
+
+    def readings(self) -> list[str]:
+        """Plain sentences: the bound against the claim and the cap, the attack, the exposure."""
+        bound = self.audit.epsilon
+        if self.claimed_epsilon is None:
+            claim = "the procedure claims no DP guarantee"
+        elif bound <= self.claimed_epsilon:
+            claim = f"consistent with the claimed epsilon={self.claimed_epsilon:.4g}"
+        else:
+            claim = (
+                f"ABOVE the claimed epsilon={self.claimed_epsilon:.4g}: the training does not "
+                "deliver its guarantee (a bug); report it"
+            )
+        return [
+            f"empirical epsilon >= {bound:.3g} at {1 - self.audit.significance:.0%} confidence "
+            f"({self.audit.canaries} digit canaries, {self.inserted} inserted; perfect guesses "
+            f"would show {self.cap:.3g}): {claim}",
+            f"loss-threshold attack on the canaries (log-likelihood): AUC "
+            f"{self.membership.auc:.3f}",
+            *self.membership.readings(),
+            *self.exposure.readings(),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready aggregates (no text, no secret, no single canary's score)."""
+        exposures = self.exposure.exposures
+        inserted = self.exposure.inserted
+        return {
+            "audits": "the training procedure at these settings, one run with digit canaries",
+            "canary_kind": f"digit canaries ({self.digits} random digits in a fixed template)",
+            "score": "log-likelihood of the canary text (higher = more likely trained on)",
+            "training_texts": self.training_texts,
+            "claimed_epsilon": self.claimed_epsilon,
+            "one_run": self.audit.describe(),
+            "perfect_guess_bound": self.cap,
+            "membership": self.membership.describe(),
+            "exposure_bits": {
+                "method": self.exposure.method,
+                "space_bits": self.exposure.space_bits,
+                "inserted_mean": self.exposure.inserted_mean,
+                "inserted_median": float(np.median(exposures[inserted])),
+                "inserted_max": float(exposures[inserted].max()),
+                "held_out_mean": self.exposure.held_out_mean,
+                "unseen_mean": UNSEEN_EXPOSURE,
+            },
+            "readings": self.readings(),
+        }
+
+
+def audit_language_model(
+    texts: Sequence[str],
+    target_epsilon: float | None,
+    settings: LanguageModelSettings | None = None,
+    *,
+    canaries: int = 1000,
+    digits: int = 6,
+    template: str = DEFAULT_TEMPLATE,
+    delta: float | None = None,
+    significance: float = 0.05,
+    text_column: str = "text",
+    rng: np.random.Generator,
+    progress: Callable[[str, float], None] | None = None,
+) -> LanguageModelAudit:
+    """Audit :func:`train_language_model` at ``target_epsilon`` (None: without DP) and
+    ``settings`` with ``canaries`` digit canaries, each inserted with probability 1/2.
+
+    ``delta`` is the claim's delta and the training's (default 1 / (10 x records), as
+    training uses; a non-private run is audited at the same delta).  ``rng`` draws the
+    canaries, the coins and the training's seed.
+    """
+    texts = check_texts(texts, text_column)
+    drawn = draw_digit_canaries(canaries, digits=digits, template=template, rng=rng)
+    inserted = int(drawn.inserted.sum())
+    if inserted in (0, canaries):
+        raise InputError("every canary fell on one side; use more canaries (at least 20)")
+    data = texts + drawn.training_texts()
+    delta = 1.0 / (10 * len(data)) if delta is None else delta
+    model = train_language_model(
+        data,
+        epsilon=target_epsilon,
+        delta=delta,
+        settings=settings,
+        text_column=text_column,
+        rng=int(rng.integers(2**62)),
+        progress=progress,
+    )
+    if progress is not None:
+        progress("scoring canaries", 1.0)
+    scores = model.log_likelihoods(drawn.texts)
+    inside, outside = scores[drawn.inserted], scores[~drawn.inserted]
+    claimed = model.card["privacy"].get("epsilon")
+    return LanguageModelAudit(
+        audit=one_run_audit(inside, outside, significance=significance, delta=delta),
+        membership=loss_threshold_attack(-inside, -outside, fprs=_resolvable(outside.size)),
+        exposure=canary_exposure(model, drawn, rng=rng),
+        claimed_epsilon=None if claimed is None else float(claimed),
+        cap=perfect_guess_bound(
+            inserted, canaries - inserted, significance=significance, delta=delta
+        ),
+        inserted=inserted,
+        digits=digits,
+        training_texts=len(texts),
+    )
