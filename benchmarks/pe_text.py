@@ -17,6 +17,7 @@ the public names "negative"/"positive" (the dataset's documentation).
 
     .venv/bin/python benchmarks/pe_text.py                    # ~4 min on 2 cores
     .venv/bin/python benchmarks/pe_text.py --iterations 3 --population 300 --seeds 0 1
+    .venv/bin/python benchmarks/pe_text.py --iterations 3 --population 200 --seeds 0 1 --lookahead 2
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace, seed: int, data: pd.DataFrame, embed: CachedEm
         iterations=args.iterations,
         samples_per_iteration=args.population,
         selection=args.selection,
+        lookahead=args.lookahead,
         rng=seed,
     )
     embed.cache.clear()  # every run embeds from scratch: its CPU time is honest
@@ -136,6 +138,9 @@ def main() -> int:
     parser.add_argument("--population", type=int, default=400, help="samples per label and step")
     parser.add_argument("--selection", choices=["rank", "sample"], default="sample")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument(
+        "--lookahead", type=int, default=0, help="variations per sample for the vote (0: off)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     if not all((TEXT / f).is_file() for f in FILES):
@@ -154,6 +159,7 @@ def main() -> int:
     ratio = statistics.median(r["ratio"] for r in results)
     print(
         f"epsilon={privacy['epsilon_exact_gdp']:.3f} delta={DELTA:g} T={args.iterations} "
+        f"lookahead={args.lookahead} "
         f"sigma={privacy['sigma']:.3f} label-count sigma={privacy['label_count_sigma']:.2f}"
     )
     print(

@@ -29,14 +29,41 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_tabular_pe_from_the_command_line(tmp_path: Path, fair_csv: Path, capsys) -> None:
     argv = ["synthesize", fair_csv, "--schema", FAIR_SCHEMA, "--method", "pe", "--epsilon", "1"]
     argv += ["--iterations", "2", "--samples", "150", "--seed", "0", "--out", tmp_path / "out"]
-    argv += ["--holdout-fraction", "0", "--lookahead", "1"]
+    argv += ["--holdout-fraction", "0", "--lookahead", "1", "--neighbour-search", "numpy"]
     code, out, err = run([*argv, "--ledger", tmp_path / "ledger.sqlite"], capsys)
     assert code == 0, err
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["method"] == "pe" and card["model"]["iterations"] == 2
-    assert card["model"]["lookahead"] == 1
+    assert card["model"]["lookahead"] == 1 and card["model"]["neighbour_search"] == "numpy"
     assert "TVD" in out and "far below AIM" in " ".join(err.split())
     assert "far below AIM" in (tmp_path / "out" / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--neighbour-search", "faiss"], "pip install 'safeshare[faiss]'"),
+        (["--neighbour-search", "fast"], "must be one of ['auto', 'numpy', 'faiss']"),
+        (
+            ["--text-column", "text", "--neighbour-search", "faiss"],
+            "pip install 'safeshare[faiss]'",
+        ),
+    ],
+)
+def test_a_missing_faiss_is_refused_before_any_spend(
+    tmp_path: Path, fair_csv: Path, capsys, monkeypatch, extra: list[str], message: str
+) -> None:
+    monkeypatch.setattr("safeshare.synth.pe.neighbors.faiss_available", lambda: False)
+    text = tmp_path / "reviews.csv"
+    pd.DataFrame({"text": ["good food", "bad service"] * 20}).to_csv(text, index=False)
+    data = text if "--text-column" in extra else fair_csv
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["synthesize", data, "--method", "pe", "--out", tmp_path / "o", "--ledger", ledger]
+    if data == fair_csv:
+        argv += ["--schema", FAIR_SCHEMA]
+    code, _, err = run([*argv, *extra], capsys)
+    assert code == 2 and message in " ".join(err.split()) and "Traceback" not in err
+    assert not (tmp_path / "o").exists() and not Ledger(ledger).datasets()
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from safeshare.dp.budget import PrivacyBudget
+from safeshare.dp.discovery import DiscoveryPlan
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import BudgetError, InputError
 from safeshare.release import release
@@ -54,18 +57,85 @@ def test_pe_release_states_its_accounting_and_quality_and_resumes(tmp_path, fair
         release(frame, out=tmp_path / "c", epsilon=2.0, pe_options=options, **common)
 
 
-def test_a_checkpoint_needs_a_schema_and_refusals_cost_nothing(tmp_path, fair):
-    frame, _ = fair
+class StopError(Exception):
+    """A run killed in the middle (raised from the progress callback)."""
+
+
+def _stop_before_histogram(t: int):
+    def progress(step: str, done: float) -> None:
+        if step.startswith(f"private votes {t}/"):
+            raise StopError
+
+    return progress
+
+
+def _populations(folder: Path) -> list[pd.DataFrame]:
+    return [pd.read_parquet(p) for p in sorted(folder.glob("population-*.parquet"))]
+
+
+def test_a_checkpoint_without_a_schema_reuses_the_domain_it_paid_for(tmp_path, fair, monkeypatch):
+    frame, _ = fair  # no schema: every column's domain is discovered with DP
     ledger = tmp_path / "ledger.sqlite"
-    with pytest.raises(InputError, match="needs a schema"):
+    common = dict(
+        method="pe",
+        seed=3,
+        ledger=ledger,
+        dataset_name="fair",
+        total_budget=PrivacyBudget(10.0, 1e-6),
+    )
+    whole = release(
+        frame,
+        out=tmp_path / "whole",
+        pe_options={**FAST, "checkpoint": tmp_path / "a"},
+        **common,
+    )
+    assert whole.card["domain_source"] != "schema"
+    options = {**FAST, "checkpoint": tmp_path / "b"}
+    with pytest.raises(StopError):
         release(
             frame,
-            out=tmp_path / "o",
-            method="pe",
-            ledger=ledger,
-            dataset_name="fair",
-            pe_options={**FAST, "checkpoint": tmp_path / "run"},
+            out=tmp_path / "killed",
+            pe_options=options,
+            progress=_stop_before_histogram(3),
+            **common,
         )
+    receipt = json.loads((tmp_path / "b" / "spend.json").read_text())
+    saved = [c["name"] for c in receipt["saved"]["domain"]["columns"]]
+    assert saved == list(whole.synthetic.columns)  # the DP domain, kept for the resume
+    assert not (tmp_path / "killed").exists()
+
+    def discovery_again(*args: object) -> None:
+        raise AssertionError("the domain was discovered again on resume")
+
+    monkeypatch.setattr(DiscoveryPlan, "run", discovery_again)
+    resumed = release(frame, out=tmp_path / "resumed", pe_options=options, **common)
+    # the same population as the uninterrupted run, step by step, and the same release
+    for ours, theirs in zip(
+        _populations(tmp_path / "b"), _populations(tmp_path / "a"), strict=True
+    ):
+        pd.testing.assert_frame_equal(ours, theirs)
+    assert len(_populations(tmp_path / "b")) == 3
+    pd.testing.assert_frame_equal(resumed.synthetic, whole.synthetic)
+    assert any("not discovered again" in n for n in resumed.card["notes"])
+    status = Ledger(ledger).find("fair")
+    assert status.releases == 2 and status.spent_epsilon == 2.0  # a and b, each once
+
+
+def test_a_resume_with_another_schema_is_refused(tmp_path, fair):
+    frame, schema = fair
+    ledger = tmp_path / "ledger.sqlite"
+    options = {**FAST, "checkpoint": tmp_path / "run"}
+    common = dict(method="pe", seed=0, ledger=ledger, dataset_name="fair", pe_options=options)
+    with pytest.raises(StopError):
+        release(frame, out=tmp_path / "o", progress=_stop_before_histogram(2), **common)
+    with pytest.raises(InputError, match=r"declares column .* differently"):
+        release(frame, schema=schema, out=tmp_path / "o", **common)
+    assert Ledger(ledger).find("fair").releases == 1
+
+
+def test_refusals_cost_nothing(tmp_path, fair):
+    frame, _ = fair
+    ledger = tmp_path / "ledger.sqlite"
     with pytest.raises(BudgetError, match="samples_per_iteration <="):
         release(
             frame,

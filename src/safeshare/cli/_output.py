@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
@@ -70,4 +71,5 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
 
 
 def error(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    # escaped: a message may name an extra, e.g. 'safeshare[faiss]', which is not markup
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)

@@ -91,6 +91,11 @@ def release_command(
         help="pe: vote with the mean embedding of this many variations of each sample (public "
         "work: no privacy cost; default 0, off).",
     ),
+    neighbour_search: str | None = typer.Option(
+        None,
+        help="pe: the neighbour search for the votes: auto (default), numpy or faiss (pip "
+        "install 'safeshare[faiss]'); all give the same neighbours.",
+    ),
     text_column: str | None = typer.Option(
         None, help="pe: synthesize this text column (text PE) instead of the table."
     ),
@@ -153,6 +158,7 @@ def release_command(
             iterations=iterations,
             samples=samples,
             lookahead=lookahead,
+            neighbour_search=neighbour_search,
             holdout_fraction=holdout_fraction,
             rows=rows,
             seed=seed,
@@ -187,7 +193,9 @@ def release_command(
             memory_limit=memory_limit,
             spark_master=spark_master,
             output_format=output_format,
-            pe_options=_pe_options(method, iterations, samples, checkpoint, lookahead),
+            pe_options=_pe_options(
+                method, iterations, samples, checkpoint, lookahead, neighbour_search
+            ),
         )
     if quiet:
         return
@@ -205,6 +213,7 @@ def _pe_options(
     samples: int | None,
     checkpoint: Path | None,
     lookahead: int | None,
+    neighbour_search: str | None = None,
 ) -> dict[str, object]:
     """Tabular PE's settings; refused with another method."""
     given: dict[str, object] = {
@@ -212,6 +221,7 @@ def _pe_options(
         "samples_per_iteration": samples,
         "checkpoint": checkpoint,
         "lookahead": lookahead,
+        "neighbour_search": neighbour_search,
     }
     options: dict[str, object] = {k: v for k, v in given.items() if v is not None}
     if options and method != "pe":

@@ -60,11 +60,12 @@ from safeshare.release.output import (
     sample_release,
     write_release,
 )
-from safeshare.release.resume import refund_on_engine_failure, spend_once
+from safeshare.release.resume import Spend, refund_on_engine_failure, save_results, spend_once
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
+from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.synthesizer import TabularPE
 
 METHODS = ("mst", "aim", "pe", "anonymize")
@@ -236,6 +237,7 @@ def _release_input(
     if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
         synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
     if isinstance(synthesizer, TabularPE):
+        check_search(synthesizer.neighbour_search)  # a missing faiss is refused before any spend
         synthesizer.check_useful(n_train)
     else:
         _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
@@ -243,7 +245,7 @@ def _release_input(
     # the rows discovery reads are fetched before the spend: a failed engine job here costs nothing
     discovery_rows = data.discovery_frame()
     ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    checkpoint = _checkpoint(synthesizer, discovery)
+    checkpoint = _checkpoint(synthesizer)
     spend = spend_once(
         ledger,
         data.fingerprint,
@@ -258,7 +260,9 @@ def _release_input(
     # an engine's failed job refunds the spend: nothing is released before the final write
     with refund_on_engine_failure(ledger, spend, checkpoint):
         report("discovering the domain", 0.1)
-        domain, notes = resolve_domain(decisions, discovery, discovery_rows, rand)
+        domain, notes = _checkpointed_domain(
+            decisions, discovery, discovery_rows, rand, spend, checkpoint
+        )
         parts = data.encode(domain)
         train, holdout = parts.train_sample, parts.holdout_sample
 
@@ -323,6 +327,8 @@ def _release_input(
     return ReleaseResult(out, card, sampled.first_frame, warnings)
 
 
+DOMAIN_KEY = "domain"  # the receipt's entries a resumed tabular PE release reuses
+NOTES_KEY = "domain_notes"
 ATTACKS = 500  # attacks of each kind a release runs on itself (fewer when the data are smaller)
 
 
@@ -446,16 +452,65 @@ def resolve_domain(
     return Domain(tuple(columns)), list(found.notes)
 
 
-def _checkpoint(synthesizer: MST | AIM | TabularPE, discovery: DiscoveryPlan) -> Path | None:
-    """PE's checkpoint folder; a resumed run must not discover the domain again (new noise)."""
+def _checkpoint(synthesizer: MST | AIM | TabularPE) -> Path | None:
+    """PE's checkpoint folder (it also holds the receipt and the domain of the first attempt)."""
     folder = synthesizer.checkpoint if isinstance(synthesizer, TabularPE) else None
-    if folder is not None and discovery.targets:
-        raise InputError(
-            "--checkpoint with --method pe needs a schema that declares every column's domain "
-            f"({len(discovery.targets)} column(s) would be discovered again, with new noise, on "
-            "resume); pass --schema, or drop --checkpoint"
-        )
     return None if folder is None else Path(folder)
+
+
+def _checkpointed_domain(
+    decisions: list[ColumnDecision],
+    discovery: DiscoveryPlan,
+    frame: pd.DataFrame,
+    rand: Randomness,
+    spend: Spend,
+    folder: Path | None,
+) -> tuple[Domain, list[str]]:
+    """The Domain, found once per checkpoint folder.
+
+    The first attempt resolves it (DP discovery for the columns the schema leaves open,
+    paid for by the spend) and keeps it, with its notes, in the folder's receipt; a resumed
+    attempt reuses it instead of discovering again (new noise, an unpaid second release).
+    Columns the schema declares must be declared as they were.
+    """
+    saved = spend.saved.get(DOMAIN_KEY) if spend.resumed else None
+    if saved is None:
+        if spend.resumed and discovery.targets and (folder is not None) and _has_population(folder):
+            raise InputError(
+                f"the checkpoint folder {str(folder)!r} holds populations but not the domain "
+                "they were drawn in; resume with the schema of the first run, or use a new "
+                "--checkpoint folder"
+            )
+        domain, notes = resolve_domain(decisions, discovery, frame, rand)
+        if folder is not None:
+            save_results(folder, {DOMAIN_KEY: domain.to_dict(), NOTES_KEY: notes})
+        return domain, notes
+    domain = Domain.from_dict(saved)
+    wanted = [d.name for d in decisions if d.modelled]
+    if list(domain.names) != wanted:
+        raise InputError(
+            f"the checkpoint folder {str(folder)!r} was written for the columns "
+            f"{list(domain.names)}, this run models {wanted}; resume with the same schema and "
+            "data, or use a new --checkpoint folder"
+        )
+    for d in decisions:
+        declared = d.spec.to_column(d.name).to_dict() if d.spec is not None else None
+        if d.source is Source.SCHEMA and declared != domain[d.name].to_dict():
+            raise InputError(
+                f"the schema declares column {d.name!r} differently from the run that wrote "
+                f"the checkpoint folder {str(folder)!r}; resume with the same schema, or use "
+                "a new --checkpoint folder"
+            )
+    notes = [str(n) for n in spend.saved.get(NOTES_KEY, [])]
+    resumed = (
+        f"resumed from the checkpoint {str(folder)!r}: the domain is the one the first run "
+        "found (and paid for); it was not discovered again"
+    )
+    return domain, [*notes, resumed]
+
+
+def _has_population(folder: Path) -> bool:
+    return (folder / "state.json").is_file()
 
 
 def _subrange(report: Progress, start: float, stop: float) -> Progress:

@@ -61,6 +61,7 @@ from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.evolution import PrivateEvolution
 from safeshare.synth.pe.labels import LabelledEvolution
+from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.text import MiniLMEmbedder
 
 DEFAULT_ITERATIONS = 5
@@ -130,6 +131,7 @@ def release_text(
     iterations: int = DEFAULT_ITERATIONS,
     samples: int | None = None,
     lookahead: int = 0,
+    neighbour_search: str = "auto",
     holdout_fraction: float = 0.2,
     rows: int | None = None,
     seed: int | None = None,
@@ -197,6 +199,7 @@ def release_text(
         "iterations": iterations,
         "samples_per_iteration": samples,
         "lookahead": lookahead,
+        "neighbour_search": check_search(neighbour_search),
         "rng": seed,
     }
 

@@ -30,8 +30,9 @@ def _model(domain, **options) -> PrivateEvolution:
 
 
 def test_lookahead_zero_gives_the_population_of_before(fair_table) -> None:
-    # pinned from the engine before lookahead existed (same seed, same settings)
-    before = "5afc3bfd75c26695b2baaabe00797fbc063e415ded646a104972bc1b184cca94"
+    # pinned from the engine without lookahead (same seed, same settings); re-pinned when the
+    # k-d tree's exact ties were made to go to the lower index, as numpy's products and faiss
+    before = "898ce22c18d1c3f8112115a37a6cdcf2f115fde10f19feb0ade322159de879ec"
     default = _model(fair_table.domain).fit(fair_table)
     off = _model(fair_table.domain, lookahead=0).fit(fair_table)
     assert _fingerprint(default) == _fingerprint(off) == before

@@ -55,6 +55,7 @@ from safeshare.synth.pe.api import Embedder, RandomAPI, VariationAPI
 from safeshare.synth.pe.checkpoint import Checkpoint
 from safeshare.synth.pe.histogram import NearestNeighbourHistogram, Selection, select, systematic
 from safeshare.synth.pe.lookahead import check_lookahead, lookahead_degrees, lookahead_embedding
+from safeshare.synth.pe.neighbors import Search, check_search
 from safeshare.synth.pe.population import Population
 
 
@@ -78,7 +79,10 @@ class PrivateEvolution:
     ``samples_per_iteration``: population size measured at each iteration (an int or one
     per iteration).  ``variation_degrees``: how far variations move (one per iteration
     after the first; default decreasing from 0.5 to 0.1).  ``neighbours``: votes per
-    record (k).  ``threshold``: votes below it count 0.  ``lookahead``: vote on the mean
+    record (k).  ``neighbour_search``: the neighbour search, ``"auto"`` (the default), ``"numpy"``
+    or ``"faiss"`` (the ``faiss`` extra); all find the same neighbours, so the votes and
+    a seeded run's population do not depend on it (:mod:`safeshare.synth.pe.neighbors`).
+    ``threshold``: votes below it count 0.  ``lookahead``: vote on the mean
     embedding of that many variations of each sample (0, the default, votes on the samples
     themselves; see :mod:`safeshare.synth.pe.lookahead`).  ``checkpoint``: a folder to
     save each step into and resume from.  ``rng=None`` draws secure noise; an int makes
@@ -100,6 +104,7 @@ class PrivateEvolution:
         threshold: float = 0.0,
         selection: Selection = "sample",
         lookahead: int = 0,
+        neighbour_search: Search = "auto",
         checkpoint: str | Path | None = None,
         callbacks: Sequence[Callback] = (),
         rng: int | np.random.Generator | None = None,
@@ -117,6 +122,7 @@ class PrivateEvolution:
         self.threshold = threshold
         self.selection = selection
         self.lookahead = lookahead
+        self.neighbour_search = neighbour_search
         self.checkpoint = checkpoint
         self.callbacks = callbacks
         self.rng = rng
@@ -195,12 +201,13 @@ class PrivateEvolution:
                 "PrivateEvolution is already fitted; a second fit would spend the privacy budget "
                 "again. Create a new one (and check the ledger) instead"
             )
+        search = check_search(self.neighbour_search)  # before any data is read
         frame = self._frame(data)
         api, embedder = self._parts()
         if not isinstance(api, RandomAPI) or not isinstance(api, VariationAPI):
             raise InputError("api must have random(n, rng) and vary(samples, degree, rng)")
         sigma, sizes, degrees = self.noise_scale(), self.schedule(), self.degrees()
-        histogram = NearestNeighbourHistogram(sigma, self.neighbours, self.threshold)
+        histogram = NearestNeighbourHistogram(sigma, self.neighbours, self.threshold, search=search)
         if self.selection not in ("rank", "sample"):
             raise InputError(f"selection must be 'rank' or 'sample', not {self.selection!r}")
         if len(frame) == 0:
@@ -298,6 +305,7 @@ class PrivateEvolution:
             "threshold": self.threshold,
             "selection": self.selection,
             "lookahead": self.lookahead,
+            "neighbour_search": self.neighbour_search,
             "public": ["the random and variation APIs and their inputs", "the embedder"],
             "private": ["the records, through the noisy nearest-neighbour votes only"],
         }

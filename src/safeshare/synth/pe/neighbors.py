@@ -3,13 +3,15 @@
 Low-dimensional embeddings (up to 16 dimensions) go through scipy's cKDTree; others
 through blocked matrix products (``|q|^2 - 2 q.p + |p|^2``) in float32, so memory stays
 bounded whatever the number of queries, or through faiss's exact ``IndexFlatL2``
-(``method="faiss"``; ``pip install faiss-cpu``, imported only then).  ``"auto"`` picks faiss
+(``method="faiss"``; ``pip install 'safeshare[faiss]'``, imported only then).  ``"numpy"``
+is the k-d tree or the matrix products by dimension, never faiss; ``"auto"`` picks faiss
 only for searches of at least ``FAISS_MIN_PAIRS`` query-point pairs, which is off (None):
 benchmarks/pe_neighbors.py measured faiss-cpu 1.15.1 about 3 times slower than numpy's
 OpenBLAS products on 40,000 x 10,000 vectors of 384 dimensions here.
 
-Both matrix backends give the same neighbours.  Float32 rounding can order two nearly
-equidistant points either way, and differently in numpy and faiss, so a query whose
+All backends give the same neighbours.  Float32 rounding can order two nearly
+equidistant points either way, and differently in numpy and faiss (the k-d tree orders
+exact ties its own way), so a query whose
 ``k + 1`` nearest float32 distances are within the rounding bound of each other (a near
 tie, or an exact one) is decided again: its candidates are ranked by float64 distance, and
 equal distances by the lower index.  Elsewhere float32 cannot have changed the order.
@@ -33,9 +35,12 @@ from typing import Literal
 import numpy as np
 from scipy.spatial import cKDTree
 
-from safeshare.errors import InputError
+from safeshare.errors import InputError, MissingDependencyError
 
-Method = Literal["auto", "kdtree", "blas", "faiss"]
+Method = Literal["auto", "numpy", "kdtree", "blas", "faiss"]
+Search = Literal["auto", "numpy", "faiss"]
+SEARCHES: tuple[Search, ...] = ("auto", "numpy", "faiss")
+FAISS_HINT = "install the faiss extra: pip install 'safeshare[faiss]' (or pip install faiss-cpu)"
 KDTREE_MAX_DIMS = 16
 FAISS_MIN_PAIRS: int | None = None  # set where faiss beats numpy (see benchmarks/pe_neighbors.py)
 _BLOCK_CELLS = 1 << 23  # distances held at once (32 MiB of float32)
@@ -45,6 +50,22 @@ _UNIT = 2.0**-24  # float32 unit roundoff
 def faiss_available() -> bool:
     """True when faiss can be imported (``pip install faiss-cpu``); it is not imported here."""
     return importlib.util.find_spec("faiss") is not None
+
+
+def check_search(search: object) -> Search:
+    """``search`` if it is a known choice ("auto", "numpy", "faiss") that can run here.
+
+    >>> check_search("numpy")
+    'numpy'
+    """
+    if search not in SEARCHES:
+        raise InputError(
+            f"the neighbour search must be one of {list(SEARCHES)}, not {search!r} (the number "
+            "of neighbours per record is a separate setting)"
+        )
+    if search == "faiss" and not faiss_available():
+        raise MissingDependencyError(f"the neighbour search 'faiss' needs faiss; {FAISS_HINT}")
+    return search
 
 
 def _matrix(name: str, values: np.ndarray) -> np.ndarray:
@@ -70,27 +91,31 @@ def nearest(
         )
     if not 1 <= k <= len(p):
         raise InputError(f"k={k} neighbours asked among {len(p)} points; use 1 <= k <= {len(p)}")
-    if method == "auto":
+    if method in ("auto", "numpy"):
         if p.shape[1] <= KDTREE_MAX_DIMS:
             method = "kdtree"
         elif (
-            FAISS_MIN_PAIRS is not None and len(q) * len(p) >= FAISS_MIN_PAIRS and faiss_available()
+            method == "auto"
+            and FAISS_MIN_PAIRS is not None
+            and len(q) * len(p) >= FAISS_MIN_PAIRS
+            and faiss_available()
         ):
             method = "faiss"
         else:
             method = "blas"
-    if method == "kdtree":
-        _, rows = cKDTree(p).query(q, k=k)
-        return np.asarray(rows, dtype=np.int64).reshape(len(q), k)
     q32 = np.ascontiguousarray(q, dtype=np.float32)
     p32 = np.ascontiguousarray(p, dtype=np.float32)
     tolerance = _tolerance(q32, p32)
-    if method == "faiss":
+    if method == "kdtree":
+        out, ambiguous = _kdtree(q, p, k, tolerance)
+    elif method == "faiss":
         out, ambiguous = _faiss(q32, p32, k, tolerance)
     elif method == "blas":
         out, ambiguous = _blas(q32, p32, k, tolerance)
     else:
-        raise InputError(f"method must be 'auto', 'kdtree', 'blas' or 'faiss', not {method!r}")
+        raise InputError(
+            f"method must be 'auto', 'numpy', 'kdtree', 'blas' or 'faiss', not {method!r}"
+        )
     rows = np.flatnonzero(ambiguous)
     if rows.size:
         out[rows] = _decide(q32, p32, k, tolerance, rows)
@@ -120,9 +145,22 @@ def _ambiguous(distances: np.ndarray, tolerance: np.ndarray) -> np.ndarray:
     return np.asarray((gaps <= tolerance[:, None]).any(axis=1))
 
 
+def _kdtree(
+    q: np.ndarray, p: np.ndarray, k: int, tolerance: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's k-d tree; its order among (near) ties is its own, so those are decided again."""
+    wanted = min(k + 1, len(p))
+    distances, rows = cKDTree(p).query(q, k=wanted)
+    distances = np.asarray(distances, dtype=np.float64).reshape(len(q), wanted)
+    rows = np.asarray(rows, dtype=np.int64).reshape(len(q), wanted)
+    return rows[:, :k].copy(), _ambiguous(distances**2, tolerance)
+
+
 def _faiss(
     q: np.ndarray, p: np.ndarray, k: int, tolerance: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
+    if not faiss_available():
+        raise MissingDependencyError(f"the neighbour search 'faiss' needs faiss; {FAISS_HINT}")
     faiss = importlib.import_module("faiss")  # lazily: optional (the `faiss` extra)
     index = faiss.IndexFlatL2(p.shape[1])
     index.add(p)

@@ -32,6 +32,7 @@ from safeshare._progress import Progress
 from safeshare.data.table import CodedTable, Table
 from safeshare.errors import InputError, NotFittedError
 from safeshare.synth.pe.evolution import PrivateEvolution
+from safeshare.synth.pe.neighbors import Search
 
 # Measured by benchmarks/pe_adult.py (adult-pgm, epsilon=1, delta=1e-9, 3 runs each): the mean
 # TVD over all 364 3-way marginals.  Stated next to every tabular PE release's figures.
@@ -61,6 +62,7 @@ class TabularPE(PrivateEvolution):
         samples_per_iteration: int | Sequence[int] = DEFAULT_SAMPLES,
         variation_degrees: float | Sequence[float] | None = DEFAULT_DEGREE,
         lookahead: int = 0,
+        neighbour_search: Search = "auto",
         checkpoint: str | Path | None = None,
         rng: int | np.random.Generator | None = None,
         progress: Progress | None = None,
@@ -73,6 +75,7 @@ class TabularPE(PrivateEvolution):
             samples_per_iteration=samples_per_iteration,
             variation_degrees=variation_degrees,
             lookahead=lookahead,
+            neighbour_search=neighbour_search,
             checkpoint=checkpoint,
             rng=rng,
             progress=progress,
