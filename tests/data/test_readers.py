@@ -37,6 +37,20 @@ def test_headerless_file_takes_given_names(tmp_path):
     assert list(read_frame(path, names=["age", "work", "w"]).columns) == ["age", "work", "w"]
 
 
+def test_a_table_of_free_texts_keeps_its_header(tmp_path):
+    """No numbers and no column of one value length: the names alone say it is a header."""
+    rows = [("ham", "Ok lar... Joking wif u oni"), ("spam", "Free entry in 2 a wkly comp!"),
+            ("ham", "U dun say so early hor"), ("ham", "Nah I don't think he goes")]  # fmt: skip
+    texts = "".join(f'{label},"{text}"\n' for label, text in rows)
+    frame = read_frame(write(tmp_path, "label,text message\n" + texts))
+    assert list(frame.columns) == ["label", "text message"] and len(frame) == 4
+    headerless = read_frame(write(tmp_path, texts, name="headerless.csv"))
+    assert list(headerless.columns) == ["column_1", "column_2"] and len(headerless) == 4
+    # a name that reappears below is a value, not a header
+    repeated = read_frame(write(tmp_path, "ham,again\n" + texts, name="again.csv"))
+    assert list(repeated.columns) == ["column_1", "column_2"] and len(repeated) == 5
+
+
 def test_parquet(tmp_path):
     import pandas as pd
 

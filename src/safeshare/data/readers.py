@@ -20,6 +20,7 @@ import csv
 import hashlib
 import io
 import itertools
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from safeshare.errors import InputError, InputFileNotFoundError
 MISSING_TOKENS: tuple[str, ...] = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 _DELIMITERS = ",;\t|"
 _SNIFF_BYTES = 64 * 1024
+# a column name: a word or a few, no sentence punctuation (what a header of texts holds)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*( [A-Za-z0-9_.\-]+){0,2}")
 
 
 def read_frame(
@@ -193,7 +196,15 @@ def _has_header(sample: str, delimiter: str) -> bool:
     ]
     if any(numeric_below):
         return True
-    return csv.Sniffer().has_header(sample) if len(rest) > 2 else True
+    if len(rest) <= 2 or csv.Sniffer().has_header(sample):
+        return True
+    # The sniffer votes only on columns of one value length; a table of free texts has none,
+    # so it abstains (False).  Names there that never reappear below are a header.
+    fixed_length = any(len({len(r[i]) for r in rest}) == 1 for i in range(len(first)))
+    return not fixed_length and all(
+        _NAME.fullmatch(v.strip()) is not None and all(r[i].strip() != v.strip() for r in rest)
+        for i, v in enumerate(first)
+    )
 
 
 def _is_number(value: str) -> bool:
