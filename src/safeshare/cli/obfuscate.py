@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -127,8 +128,12 @@ def train_command(
     else:
         texts, labels = read_labelled(data, text_column, label_column)
     frozen = load_model(model, max_length=max_length)
-    head = None if labels is None else fit_head(frozen, texts, labels)
-    with progress_bar(quiet) as progress:
+    with warnings.catch_warnings():
+        # the same texts are cut to the same length for training, which warns once below
+        warnings.simplefilter("ignore", UserWarning)
+        head = None if labels is None else fit_head(frozen, texts, labels)
+    with progress_bar(quiet) as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         result = train_transform(
             frozen,
             texts,
@@ -140,6 +145,8 @@ def train_command(
             seed=seed,
             progress=progress,
         )
+    for warning in caught:  # e.g. how many texts were cut to --max-length (never a text)
+        console.print(f"[yellow]warning:[/] {warning.message}")
     result.transform.head = head
     result.transform.save(out, force=force)
     curve = [asdict(point) for point in result.curve]

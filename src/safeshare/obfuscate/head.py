@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -161,11 +162,21 @@ def fit_head(
     torch = require_torch()
     if len(texts) != len(labels):
         raise InputError(f"{len(labels)} labels for {len(texts)} texts; pass one label per text")
-    parts = []
-    with torch.no_grad():
+    parts, truncated = [], 0
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # counted per batch, warned once below
         for start in range(0, len(texts), batch_size):
             batch = model.tokenize(list(texts[start : start + batch_size]))
+            truncated += batch.truncated
             embeds = model.embed_tokens(batch.input_ids)
             parts.append(model.pooled(embeds, batch.attention_mask).numpy())
+    if truncated:
+        warnings.warn(
+            f"{truncated} of {len(texts)} texts the head is fitted on are longer than "
+            f"{model.max_length} tokens and were truncated to it; pass a larger max_length or "
+            "shorter texts",
+            UserWarning,
+            stacklevel=2,
+        )
     pooled = np.vstack(parts) if parts else np.zeros((0, int(model.table.shape[1])))
     return ClassificationHead.fit(pooled, labels, fingerprint=model.fingerprint)
