@@ -86,6 +86,11 @@ def test_a_much_lower_noise_batch_ratio_ranks_first_when_the_model_says_so():
              [(1e-3, 60), (2e-3, 180), (4e-3, 60), (8e-3, 180), (1.6e-2, 60)]]  # fmt: skip
     ranked = rank_by_loss(plan, LossModel.fit(noisy))
     assert [c.batch_size for c in ranked.candidates] == [1024, 64]
+    # 10 epochs of 50,000 records: 488 and 7,813 steps, beyond the pilots' 60-180
+    steps = {c.batch_size: c.steps for c in ranked.candidates}
+    assert all(s > 180 for s in steps.values())
+    assert not any(p.within_pilot_steps for p in ranked.predictions)
+    assert ranked.describe()["candidates"][0]["predicted_loss"]["within_pilot_steps"] is False
     # compute dominates: the small batch's 16x more steps win despite its larger ratio
     slow = [PilotPoint(r, t, 0.35 + 0.1 * r + 400 / t) for r, t in
             [(1e-3, 60), (2e-3, 180), (4e-3, 60), (8e-3, 180), (1.6e-2, 60)]]  # fmt: skip

@@ -114,7 +114,10 @@ def plan_command(
         extra = []
         if plan.predictions:
             guess = plan.predictions[rank - 1]
-            mark = "" if guess.within_pilot_ratios else " *"
+            mark = ("" if guess.within_pilot_ratios else "*") + (
+                "" if guess.within_pilot_steps else "†"
+            )
+            mark = f" {mark}" if mark else ""
             extra.append(f"{guess.loss:.3f}±{guess.error:.3f}{mark}")
         table.add_row(
             str(rank),
@@ -136,7 +139,8 @@ def plan_command(
             f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {m['formula']}, fitted to "
             f"{m['pilots']} pilot runs (a={m['a']:.3g}, b={m['b']:.3g}, c={m['c']:.3g}, "
             f"d={m['d']:.3g}, r0={m['r0']:.3g}); ± is its leave-one-out RMS error; * marks a "
-            "σ/B outside the pilots' range. The privacy figures are exact."
+            "σ/B outside the pilots' range, † steps outside theirs (extrapolated). The privacy "
+            "figures are exact."
         )
         stdout.print(f"[yellow]pilot runs: {NOT_PRIVATE}[/]")
     else:

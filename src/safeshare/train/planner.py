@@ -71,17 +71,20 @@ class Candidate:
 @dataclass(frozen=True)
 class Prediction:
     """A candidate's estimated held-out loss, its error (the fit's leave-one-out RMS error),
-    and whether its ratio lies inside the pilots' range (else the curve is extrapolated)."""
+    and whether its ratio and its steps lie inside the pilots' ranges (else the curve is
+    extrapolated: the pilots are short, so a candidate's steps often lie far beyond them)."""
 
     loss: float
     error: float
     within_pilot_ratios: bool
+    within_pilot_steps: bool = True
 
     def describe(self) -> dict[str, Any]:
         return {
             "estimate": self.loss,
             "error": self.error,
             "within_pilot_ratios": self.within_pilot_ratios,
+            "within_pilot_steps": self.within_pilot_steps,
             "label": "estimate",
         }
 
@@ -133,6 +136,7 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
     """
     ratios = [p.noise_batch_ratio for p in model.pilots]
     low, high = min(ratios), max(ratios)
+    fewest, most = min(p.steps for p in model.pilots), max(p.steps for p in model.pilots)
     scored = [
         (
             c,
@@ -140,6 +144,7 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
                 model.predict(c.noise_batch_ratio, c.steps),
                 model.error,
                 low <= c.noise_batch_ratio <= high,
+                fewest <= c.steps <= most,
             ),
         )
         for c in plan.candidates
