@@ -210,3 +210,19 @@ def perfect_guess_bound(
     return one_run_audit(
         np.ones(inserted), np.zeros(held_out), significance=significance, delta=delta
     ).epsilon
+
+
+def against_claim(bound: float, claimed: float | None, *, unclaimed: str) -> str:
+    """How an empirical lower bound reads against a claimed epsilon (``unclaimed``: none).
+
+    >>> against_claim(0.4, 1.0, unclaimed="no claim")
+    'consistent with the claimed epsilon=1'
+    """
+    if claimed is None:
+        return unclaimed
+    if bound <= claimed:
+        return f"consistent with the claimed epsilon={claimed:.4g}"
+    return (
+        f"ABOVE the claimed epsilon={claimed:.4g}: the training does not deliver its guarantee "
+        "(a bug); report it"
+    )

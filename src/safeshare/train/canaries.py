@@ -41,7 +41,7 @@ import numpy as np
 
 from safeshare.data import Table
 from safeshare.errors import InputError, SchemaError
-from safeshare.train.audit import OneRunAudit, one_run_audit
+from safeshare.train.audit import OneRunAudit, against_claim, one_run_audit
 from safeshare.train.membership import LOW_FPRS, MembershipAttack, loss_threshold_attack
 
 if TYPE_CHECKING:
@@ -147,15 +147,9 @@ class CanaryAudit:
     def readings(self) -> list[str]:
         """Plain sentences: the bound against the claim, the attack, the exposure."""
         bound = self.audit.epsilon
-        if self.claimed_epsilon is None:
-            claim = "the model claims no DP guarantee"
-        elif bound <= self.claimed_epsilon:
-            claim = f"consistent with the claimed epsilon={self.claimed_epsilon:.4g}"
-        else:
-            claim = (
-                f"ABOVE the claimed epsilon={self.claimed_epsilon:.4g}: the training does not "
-                "deliver its guarantee (a bug); report it"
-            )
+        claim = against_claim(
+            bound, self.claimed_epsilon, unclaimed="the model claims no DP guarantee"
+        )
         return [
             f"empirical epsilon >= {bound:.3g} at {1 - self.audit.significance:.0%} confidence "
             f"({self.audit.canaries} {self.kind} canaries): {claim}",

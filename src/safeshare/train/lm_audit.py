@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from safeshare.errors import InputError
-from safeshare.train.audit import OneRunAudit, one_run_audit, perfect_guess_bound
+from safeshare.train.audit import OneRunAudit, against_claim, one_run_audit, perfect_guess_bound
 from safeshare.train.canaries import UNSEEN_EXPOSURE
 from safeshare.train.extraction import (
     DEFAULT_TEMPLATE,
@@ -109,15 +109,9 @@ class LanguageModelAudit:
     def readings(self) -> list[str]:
         """Plain sentences: the bound against the claim and the cap, the attack, the exposure."""
         bound = self.audit.epsilon
-        if self.claimed_epsilon is None:
-            claim = "the procedure claims no DP guarantee"
-        elif bound <= self.claimed_epsilon:
-            claim = f"consistent with the claimed epsilon={self.claimed_epsilon:.4g}"
-        else:
-            claim = (
-                f"ABOVE the claimed epsilon={self.claimed_epsilon:.4g}: the training does not "
-                "deliver its guarantee (a bug); report it"
-            )
+        claim = against_claim(
+            bound, self.claimed_epsilon, unclaimed="the procedure claims no DP guarantee"
+        )
         return [
             f"empirical epsilon >= {bound:.3g} at {1 - self.audit.significance:.0%} confidence "
             f"({self.audit.canaries} digit canaries, {self.inserted} inserted; perfect guesses "
