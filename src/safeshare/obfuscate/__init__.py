@@ -51,6 +51,8 @@ _EXPORTS = {
     "PIIRecovery": "pii",
     "plant_pii": "pii",
     "score_pii": "pii",
+    "NextTokenUtility": "utility",
+    "next_token_utility": "utility",
 }
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "CurvePoint",
     "FrozenModel",
     "Inverter",
+    "NextTokenUtility",
     "NoiseEstimate",
     "ObfuscatingClient",
     "ObfuscationTransform",
@@ -77,6 +80,7 @@ __all__ = [
     "inversion_attack",
     "load_model",
     "nearest_neighbour_attack",
+    "next_token_utility",
     "plant_pii",
     "score_pii",
     "serve",

@@ -9,7 +9,9 @@ evaluated ones.  Synthetic names and phone numbers are planted into the attacked
 (:mod:`safeshare.obfuscate.pii`) and their recovery is reported separately.  Utility is the mean
 cosine between pooled outputs of obfuscated and clean inputs, and, when the transform carries a
 classification head and labels are given, the F1 of the head's predictions on obfuscated
-inputs.  The clean embeddings are attacked too, to show the attacks work.  The
+inputs; for a causal language model also the next-token utility
+(:class:`~safeshare.obfuscate.utility.NextTokenUtility`: top-1 agreement with the clean model
+and mean KL of the next-token distributions).  The clean embeddings are attacked too, to show the attacks work.  The
 :class:`AttackReport` holds numbers only, never a text.
 
 >>> print(GUARANTEE.split(":")[0])
@@ -39,6 +41,7 @@ from safeshare.obfuscate.model import FrozenModel, require_torch
 from safeshare.obfuscate.pii import PIIRecovery, pii_positions, plant_pii, score_pii
 from safeshare.obfuscate.prior import BigramPrior
 from safeshare.obfuscate.transform import ObfuscationTransform, gaussian_noise, torch_generator
+from safeshare.obfuscate.utility import NextTokenUtility, next_token_utility
 
 REPORT_FORMAT = "safeshare-obfuscation-attack/2"
 NN_NAME = "nearest neighbour"
@@ -70,10 +73,11 @@ class Condition:
     f1: float | None
     recoveries: tuple[TokenRecovery, ...]
     pii: tuple[PIIRecovery, ...]
+    next_token: NextTokenUtility | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Numbers only."""
-        return {
+        """Numbers only (the next-token keys only for a causal model)."""
+        out = {
             "input": self.name,
             "sigma": self.sigma,
             "utility_cosine": self.utility,
@@ -81,6 +85,7 @@ class Condition:
             "attacks": [_row(found, self.name) for found in self.recoveries],
             "pii": [found.to_dict() for found in self.pii],
         }
+        return out if self.next_token is None else {**out, **self.next_token.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,15 @@ class AttackReport:
                     f"| {p.attack} | {p.kind} | {p.tokens.value:.1%} of {p.tokens.trials} | "
                     f"{p.entities.value:.1%} of {p.entities.trials} |"
                 )
+        causal = [(c.name, c.next_token) for c in self.conditions if c.next_token is not None]
+        if causal:
+            lines += [
+                "",
+                "| input | next-token top-1 agreement | mean KL (nats) |",
+                "|---|---|---|",
+            ]
+            for name, kept in causal:
+                lines.append(f"| {name} | {kept.agreement:.1%} | {kept.kl:.3f} |")
         lines += ["", f"Guarantee: {GUARANTEE}."]
         if self.seeded:
             lines.append("The obfuscation noise was seeded (reproducible, not secure).")
@@ -229,12 +243,15 @@ def attack_transform(
     def run(name: str, sigma: float | None, obfuscate: Obfuscator, invert: bool) -> Condition:
         with torch.no_grad():
             sent = obfuscate(clean, mask, generator)
-            pooled = model.pooled(
-                obfuscate(clean_original, original.attention_mask, generator),
-                original.attention_mask,
-            )
+            sent_original = obfuscate(clean_original, original.attention_mask, generator)
+            pooled = model.pooled(sent_original, original.attention_mask)
             sent_public = obfuscate(clean_public, reference.attention_mask, generator)
         cosine = float(torch.nn.functional.cosine_similarity(pooled, target).mean())
+        next_token = None
+        if model.causal:
+            next_token = next_token_utility(
+                model, clean_original, sent_original, original.attention_mask
+            )
         f1 = None
         if truth is not None and transform.head is not None and positive is not None:
             f1 = f1_score(truth, transform.head.predict(pooled.numpy()), positive)
@@ -255,7 +272,7 @@ def attack_transform(
             if plant
             for row in score_pii(g, ids, entity, kinds, attack)
         )
-        return Condition(name, sigma, cosine, f1, found, pii)
+        return Condition(name, sigma, cosine, f1, found, pii, next_token)
 
     learned = run(LEARNED, None, transform.sample, inverter_steps > 0)
     baselines = tuple(

@@ -29,29 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from safeshare._local_models import model_files
 from safeshare.errors import InputError, MissingDependencyError
 
 INSTALL = "pip install 'safeshare[text]' (torch, transformers) and, for GGUF files, gguf accelerate"
-
-
-def _model_files(path: Path) -> tuple[Path, str | None]:
-    """The folder to load from and, for a GGUF model, the file's name in it."""
-    if path.is_file() and path.suffix == ".gguf":
-        return path.parent, path.name
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            return path, None
-        ggufs = sorted(p.name for p in path.glob("*.gguf"))
-        if len(ggufs) == 1:
-            return path, ggufs[0]
-        if ggufs:
-            raise InputError(
-                f"{str(path)!r} holds several GGUF files {ggufs}; give the path of one of them"
-            )
-    raise InputError(
-        f"no local model at {str(path)!r}: give a folder with config.json (Hugging Face format) "
-        "or a .gguf file; --api local never downloads"
-    )
 
 
 def _fallback_prompt(messages: Sequence[dict[str, str]]) -> str:
@@ -113,7 +94,7 @@ class LocalChat:
         """Load the tokenizer and the model (once); imports torch and transformers."""
         if self._model is not None:
             return
-        folder, gguf = _model_files(self.path)
+        folder, gguf = model_files(self.path)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
