@@ -152,3 +152,52 @@ def test_training_spends_the_ledger_and_a_spent_budget_is_refused(fair_small, tm
     with pytest.raises(BudgetExceededError):
         train(str(data), *common, "--epsilon", "1", "--out", str(tmp_path / "two"))
     assert not (tmp_path / "two").exists()
+
+
+def test_the_prv_accountant_trains_and_the_card_names_it(fair_small, tmp_path):
+    from safeshare.cli.audit import _accountant
+
+    data, schema = fair_small
+    out = tmp_path / "model"
+    result = train(str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
+                   "--out", str(out), "--seed", "0", "--accountant", "prv")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    privacy = json.loads((out / "card.json").read_text())["privacy"]
+    assert privacy["accountant"].startswith("prv (Opacus)")
+    assert 0.9 < privacy["epsilon"] <= 1.0
+    # `safeshare audit` replays the run with the card's accountant
+    assert _accountant(privacy["accountant"]) == "prv"
+    assert _accountant("rdp (dp-accounting), Poisson-subsampled Gaussian") == "rdp"
+    assert _accountant("something else") == "pld"
+
+
+def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
+    from safeshare.cli.audit import _settings
+
+    data, schema = fair_small
+    frame = pd.read_csv(data)
+    frame["household"] = [f"Zanzibar-{i // 3}" for i in range(len(frame))]  # 500 users of 3
+    path = tmp_path / "fair_users.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "model"
+    result = train(str(path), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
+                   "--out", str(out), "--seed", "0", "--user-column", "household")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = (out / "card.json").read_text()
+    card = json.loads(text)
+    privacy = card["privacy"]
+    assert privacy["privacy_unit"] == "user (column household)" and privacy["users"] == 500
+    assert privacy["sampling_rate"] == pytest.approx(100 / 500)  # train(): 100 users a batch
+    assert privacy["delta"] == pytest.approx(1 / 5000) and privacy["epsilon"] <= 1.0
+    assert "for every user" in card["guarantee"] and "the number of users" in card["public"]
+    assert any("number of users" in line for line in card["not_dp"])
+    assert "household" not in card["model"]["feature_columns"] and "Zanzibar" not in text
+    with pytest.raises(InputError, match="user-level model"):
+        _settings(out)
+    # without a schema, DP discovery (record-level) would set the domains: refused up front
+    with pytest.raises(InputError, match="every domain must come from the schema"):
+        train(str(path), "--target", "religious", "--epsilon", "1", "--out",
+              str(tmp_path / "other"), "--user-column", "household")  # fmt: skip
+    with pytest.raises(InputError, match="MLP classifier only"):
+        train(str(path), "--target", "religious", "--epsilon", "1", "--out",
+              str(tmp_path / "other"), "--user-column", "household", "--text-column", "x")  # fmt: skip

@@ -106,6 +106,17 @@ def test_cli_json_is_machine_readable(plan_main, capsys):
     assert plan["candidates"][0]["batch_size"] == 1024
 
 
+def test_cli_plans_with_the_prv_accountant(plan_main, capsys):
+    pytest.importorskip("opacus")
+    argv = ["plan", "--records", "50000", "--epsilon", "1", "--epochs", "2",
+            "--batch-sizes", "1024", "--accountant", "prv", "--json"]  # fmt: skip
+    assert plan_main(argv) == 0
+    best = json.loads(capsys.readouterr().out)["candidates"][0]
+    spent = dpsgd_epsilon(best["noise_multiplier"], 1024 / 50_000, best["steps"], 1e-6,
+                          accountant="prv")  # fmt: skip
+    assert spent <= 1.0
+
+
 def test_cli_errors_are_one_line(plan_main, capsys):
     assert plan_main(["plan", "--records", "50000", "--epsilon", "1", "--epochs", "10",
                       "--batch-sizes", "big"]) == 2  # fmt: skip

@@ -32,6 +32,14 @@ def _clipping(described: str) -> str:
     return next((name for name in CLIPPINGS if f"({name}," in described), "ghost")
 
 
+def _accountant(described: str) -> str:
+    """The accountant named first in the card's "NAME (source), ..."; unknown: pld."""
+    from safeshare.train.accounting import ACCOUNTANTS
+
+    name = described.split(" ", 1)[0]
+    return name if name in ACCOUNTANTS else "pld"
+
+
 def _settings(model: Path) -> dict[str, Any]:
     from safeshare.errors import InputError, InputFileNotFoundError
 
@@ -53,6 +61,11 @@ def _settings(model: Path) -> dict[str, Any]:
             f"{str(path)!r} is not the card of a DP model from `safeshare train`: it lacks "
             "privacy.epsilon_budget or model.layers"
         )
+    if str(privacy.get("privacy_unit", "record")).startswith("user"):
+        raise InputError(
+            f"{str(path)!r} is a user-level model (--user-column); the audits replay "
+            "record-level training and do not apply to it"
+        )
     return {
         "target": card["model"]["target"],
         "epsilon": float(privacy["epsilon_budget"]),
@@ -61,7 +74,7 @@ def _settings(model: Path) -> dict[str, Any]:
         "batch_size": int(privacy["expected_batch_size"]),
         "max_grad_norm": float(privacy["clipping_norm"]),
         "clipping": _clipping(str(privacy["clipping"])),
-        "accountant": "rdp" if privacy["accountant"].startswith("rdp") else "pld",
+        "accountant": _accountant(str(privacy["accountant"])),
         "learning_rate": float(training["learning_rate"]),
         "hidden": int(layers[1]),
     }

@@ -41,7 +41,9 @@ def plan_command(
         None, "--batch-sizes", help="Comma-separated batch sizes (default 64 ... 8192)."
     ),
     accountant: str = typer.Option(
-        "pld", "--accountant", help="pld (tight, default) or rdp (faster, looser)."
+        "pld",
+        "--accountant",
+        help="pld (tight, default), rdp (faster, looser) or prv (Opacus, upper bound).",
     ),
     data: Path | None = typer.Option(
         None, "--data", help="CSV/Parquet to run pilot runs on (NOT private: flagged)."

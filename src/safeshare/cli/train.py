@@ -94,7 +94,20 @@ def train_command(
         help="linear-ghost (MLP default: exact, fastest), ghost (text and language model "
         "default; the language model's only one) or hooks (Opacus's).",
     ),
-    accountant: str = typer.Option("pld", help="pld (tight, default) or rdp."),
+    accountant: str = typer.Option(
+        "pld", help="pld (tight, default), rdp, or prv (Opacus, upper bound)."
+    ),
+    user_column: str | None = typer.Option(
+        None,
+        "--user-column",
+        help="MLP: the privacy unit is a user, all records sharing this column's value "
+        "(clipped per user; not a feature; --batch-size counts users).",
+    ),
+    max_records_per_user: int = typer.Option(
+        64,
+        "--max-records-per-user",
+        help="With --user-column: records kept per user (drawn at random; bounds memory).",
+    ),
     seed: int | None = typer.Option(
         None, help="Reproducible run. NOT private against anyone who knows the seed."
     ),
@@ -121,6 +134,11 @@ def train_command(
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
+    if user_column is not None and (language_model or text_column is not None):
+        raise InputError(
+            "--user-column trains the MLP classifier only; the text classifier and the "
+            "language model take one text as the privacy unit"
+        )
     if language_model:
         _train_language_model(
             data,
@@ -207,6 +225,8 @@ def train_command(
                 max_grad_norm=max_grad_norm,
                 clipping="linear-ghost" if clipping is None else clipping,
                 accountant=accountant,  # type: ignore[arg-type]
+                user_column=user_column,
+                max_records_per_user=max_records_per_user,
             )
             model = train_release(data, target, out, settings=settings, progress=progress, **common)
     card = model.card

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
@@ -24,13 +25,14 @@ from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, rho_f
 from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
-from safeshare.errors import SchemaError
+from safeshare.errors import InputError, SchemaError
 from safeshare.release.output import check_output
 from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
 from safeshare.report.card import domain_source
 from safeshare.train.accounting import Accounting
 from safeshare.train.dpsgd import require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
+from safeshare.train.user_level import group_users
 
 DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent discovering domains the schema leaves open
 
@@ -60,6 +62,9 @@ class TrainingSettings:
     max_grad_norm: float = 1.0
     clipping: str = "linear-ghost"
     accountant: Accounting = "pld"
+    # the privacy unit: None = one record; a column name = a user (the records sharing it)
+    user_column: str | None = None
+    max_records_per_user: int = 64
 
 
 def train_release(
@@ -94,7 +99,12 @@ def train_release(
     require_torch()  # before any budget is spent
     report("reading", 0.0)
     source = read_table(data, target, schema_path)
-    delta = 1.0 / (10 * len(source.frame)) if delta is None else delta
+    ids = None
+    units = len(source.frame)
+    if settings.user_column is not None:  # checked before any budget is spent
+        source, ids = split_users(source, settings.user_column, target, unsafe_infer)
+        units = group_users(ids, settings.max_records_per_user, np.random.default_rng(0)).users
+    delta = 1.0 / (10 * units) if delta is None else delta
     total = None
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
@@ -121,6 +131,9 @@ def train_release(
         accountant=settings.accountant,
         rng=seed,
         progress=report,
+        user_column=settings.user_column,
+        users=ids,
+        max_records_per_user=settings.max_records_per_user,
     )
     card = training_card(prepared, model.card, epsilon)
     card["ledger"] = ledger_summary(book, status)
@@ -138,6 +151,40 @@ class SensitiveTable:
     schema: Schema | None
     fingerprint: str
     name: str
+
+
+def split_users(
+    source: SensitiveTable, user_column: str, target: str, unsafe_infer: bool
+) -> tuple[SensitiveTable, Any]:
+    """The table without its user column, and the column's ids (one per record).
+
+    The user column is no feature.  Every domain must come from the schema (or
+    ``unsafe_infer``): DP discovery protects records, not users.
+    """
+    frame = source.frame
+    if user_column not in frame.columns or user_column == target:
+        raise SchemaError(
+            f"--user-column {user_column!r} is not a column of the data besides the target; "
+            f"columns: {list(frame.columns)}"
+        )
+    schema = source.schema
+    if schema is not None and user_column in schema.names:
+        raise SchemaError(
+            f"--user-column {user_column!r} is declared in the schema; the user column is not "
+            "a feature: remove it from the schema"
+        )
+    rest = frame.drop(columns=[user_column])
+    if not unsafe_infer:
+        open_domains = [
+            d.name for d in decide_columns(rest, schema) if d.modelled and d.source is Source.DP
+        ]
+        if open_domains:
+            raise InputError(
+                f"with --user-column every domain must come from the schema: DP discovery "
+                f"protects records, not users; declare {open_domains} in the schema"
+            )
+    ids = frame[user_column].to_numpy(dtype=object)
+    return SensitiveTable(rest, schema, source.fingerprint, source.name), ids
 
 
 def read_table(data: Path, target: str, schema_path: Path | None = None) -> SensitiveTable:
@@ -212,10 +259,18 @@ def training_card(prepared: Prepared, model_card: dict[str, Any], epsilon: float
         else f"({total_epsilon:.4g}, {total_delta:.3g})-DP for every training record"
         + ("" if privacy["secure_noise"] else ", for anyone who does not know the seed")
     )
+    user_level = str(privacy.get("privacy_unit", "record")).startswith("user")
+    if user_level:
+        guarantee = guarantee.replace("for every training record", "for every user")
     public = ["the number of training records", "the column names"]
     if any(d.source is Source.SCHEMA for d in prepared.decisions):
         public.append("the domains of the columns whose source is 'schema'")
     not_dp = ["the number of training records is exact"]
+    if user_level:
+        public.append("the number of users")
+        not_dp.append(
+            "the number of users and the records dropped by --max-records-per-user are exact"
+        )
     if any(d.kind_guessed for d in prepared.decisions):
         not_dp.append("column kinds and identifier detection read the private data (not DP)")
     if unsafe:

@@ -5,13 +5,18 @@ per-record gradients clipped to norm ``clip``, over a batch drawn by Poisson sam
 (each record joins with probability ``sampling_rate``, independently).  The privacy
 unit is one record (add/remove neighbours).  Epsilon comes from dp-accounting, by
 Renyi DP (``"rdp"``, dp-accounting's default orders) or privacy loss distributions
-(``"pld"``, tighter, the default).  :func:`calibrate_noise` inverts either by bisection.
+(``"pld"``, tighter, the default), or from Opacus's privacy random variable accountant
+(``"prv"``, Gopi et al. 2021: an independent numerical composition, reported as its
+*upper bound*, so about ``PRV_EPS_ERROR`` above the tight figure, never below it).
+:func:`calibrate_noise` inverts any of them by bisection.
 
 >>> q = 256 / 50_000
 >>> round(dpsgd_epsilon(1.0, q, 1960, 1e-5, accountant="rdp"), 4)
 1.4762
 >>> round(dpsgd_epsilon(1.0, q, 1960, 1e-5, accountant="pld"), 4)
 1.2273
+>>> round(dpsgd_epsilon(1.0, q, 1960, 1e-5, accountant="prv"), 4)
+1.2374
 >>> sigma = calibrate_noise(1.0, 1e-5, q, 1960, accountant="rdp")
 >>> round(sigma, 2), dpsgd_epsilon(sigma, q, 1960, 1e-5, accountant="rdp") <= 1.0
 (1.21, True)
@@ -20,15 +25,18 @@ Renyi DP (``"rdp"``, dp-accounting's default orders) or privacy loss distributio
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from safeshare.dp.budget import check_delta, check_epsilon
-from safeshare.errors import BudgetError
+from safeshare.errors import BudgetError, MissingDependencyError
 
-Accounting = Literal["pld", "rdp"]
-ACCOUNTANTS: tuple[str, ...] = ("pld", "rdp")
+Accounting = Literal["pld", "rdp", "prv"]
+ACCOUNTANTS: tuple[str, ...] = ("pld", "rdp", "prv")
+# where each accountant comes from (for cards and messages)
+ACCOUNTANT_SOURCE = {"pld": "dp-accounting", "rdp": "dp-accounting", "prv": "Opacus"}
 
 # the bracket searched for a noise multiplier; beyond it DP-SGD is useless or not needed
 _SIGMA_MIN = 1 / 16
@@ -37,6 +45,13 @@ _SIGMA_MAX = 1024.0
 # coarser one for the first bisection (pessimistic too, so only ever larger)
 _FINE = 1e-4
 _COARSE = 1e-3
+# PRV: Opacus's default errors.  Its upper bound is epsilon(delta - delta_error) +
+# eps_error of the discretized composition, a guarantee at delta; eps_error is absolute
+PRV_EPS_ERROR = 0.01
+_PRV_DELTA_ERROR = 1e-3  # relative to delta
+# the PRV domain (grid points) grows with the privacy loss; beyond this it would take
+# gigabytes, and such a configuration spends a very large epsilon anyway
+_PRV_MAX_POINTS = 10_000_000
 
 
 def _check(noise_multiplier: float, sampling_rate: float, steps: int) -> None:
@@ -75,11 +90,76 @@ def dpsgd_epsilon(
     *,
     accountant: Accounting = "pld",
 ) -> float:
-    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps at ``delta`` (record-level)."""
+    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps at ``delta`` (per privacy unit).
+
+    With ``accountant="prv"`` this is the upper end of the PRV accountant's error bar
+    (Opacus's ``eps_upper``: at most ``PRV_EPS_ERROR`` above the exact epsilon of the
+    composition, and never below it), so the claim is never optimistic.  A PRV
+    configuration whose discretization would not fit in memory (a privacy loss far out of
+    any useful range) raises :class:`BudgetError`.
+    """
     _check(noise_multiplier, sampling_rate, steps)
     check_delta(delta)
     _check_accountant(accountant)
+    if accountant == "prv":
+        epsilon = _prv_epsilon(noise_multiplier, sampling_rate, steps, delta)
+        if epsilon is None:
+            raise BudgetError(
+                f"the PRV accountant cannot evaluate noise multiplier {noise_multiplier:g} "
+                f"over {steps} steps at sampling rate {sampling_rate:.4g}: the privacy loss "
+                "is too spread out (epsilon would be very large); use more noise, fewer "
+                "steps, or accountant='pld'"
+            )
+        return epsilon
     return _epsilon(noise_multiplier, sampling_rate, steps, delta, accountant, _FINE)
+
+
+def _prv_epsilon(
+    noise_multiplier: float, sampling_rate: float, steps: int, delta: float
+) -> float | None:
+    """Opacus's PRV upper bound on epsilon, or None where its grid would be too large."""
+    import numpy as np
+
+    try:
+        from opacus.accountants import PRVAccountant
+        from opacus.accountants.analysis.prv import (
+            PoissonSubsampledGaussianPRV,
+            compute_safe_domain_size,
+        )
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"the PRV accountant comes with Opacus ({err.name} is missing); install it with: "
+            "pip install 'safeshare[train]', or use accountant='pld'"
+        ) from None
+
+    delta_error = delta * _PRV_DELTA_ERROR
+    # Opacus sizes the grid from an RDP bound and warns when its best order is at the end
+    # of its range (a looser grid bound, still valid); numpy warns at log(1 - q), q = 1
+    with (
+        warnings.catch_warnings(),
+        np.errstate(divide="ignore", over="ignore", invalid="ignore"),
+    ):
+        warnings.filterwarnings("ignore", message="Optimal order is the", category=UserWarning)
+        # the grid Opacus would build (PRVAccountant._get_domain): checked before building
+        half_width = compute_safe_domain_size(
+            prvs=[PoissonSubsampledGaussianPRV(sampling_rate, noise_multiplier)],
+            max_self_compositions=[steps],
+            eps_error=PRV_EPS_ERROR,
+            delta_error=delta_error,
+        )
+        mesh = PRV_EPS_ERROR / math.sqrt(steps * math.log(12 / delta_error) / 2)
+        if not math.isfinite(half_width) or 2 * half_width / mesh > _PRV_MAX_POINTS:
+            return None
+        prv = PRVAccountant()
+        prv.history = [(noise_multiplier, sampling_rate, steps)]
+        try:
+            upper = prv.get_epsilon(delta, eps_error=PRV_EPS_ERROR, delta_error=delta_error)
+        except (ValueError, RuntimeError) as error:  # Opacus: delta too small for the grid
+            raise BudgetError(
+                f"the PRV accountant cannot compute epsilon at delta={delta:g} ({error}); "
+                "use accountant='pld'"
+            ) from error
+    return float(upper)
 
 
 def _epsilon(
@@ -126,6 +206,21 @@ def calibrate_noise(
     if not 0 < tolerance < 1:
         raise BudgetError(f"tolerance must lie in (0, 1), got {tolerance!r}")
 
+    if accountant == "prv":
+
+        def prv_cost(sigma: float) -> float:
+            spent = _prv_epsilon(sigma, sampling_rate, steps, delta)
+            return math.inf if spent is None else spent
+
+        # a configuration PRV cannot evaluate counts as over budget: more noise, never less
+        return _bisect(
+            epsilon,
+            prv_cost,
+            lambda s: prv_cost(s) <= epsilon,
+            tolerance,
+            sampling_rate,
+            steps,
+        )
     if accountant == "rdp":
         meets: Callable[[float], bool] = _RdpBudgetTest(epsilon, delta, sampling_rate, steps)
         return _bisect(

@@ -25,7 +25,12 @@ from functools import partial
 from typing import Any
 
 from safeshare.errors import BudgetError, InputError, MissingDependencyError
-from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+from safeshare.train.accounting import (
+    ACCOUNTANT_SOURCE,
+    Accounting,
+    calibrate_noise,
+    dpsgd_epsilon,
+)
 
 SAMPLINGS: tuple[str, ...] = ("poisson",)
 # linear-ghost: ours (train/clipping.py), exact and fastest, for networks of Linear layers;
@@ -146,7 +151,7 @@ class DPSGDRun:
             "epsilon_budget": s.epsilon,
             "delta": s.delta,
             "privacy_unit": "record",
-            "accountant": f"{s.accountant} (dp-accounting), Poisson-subsampled Gaussian",
+            "accountant": f"{s.accountant} ({ACCOUNTANT_SOURCE[s.accountant]}), Poisson-subsampled Gaussian",
             "sampling": "poisson",
             "sampling_rate": s.sampling_rate,
             "expected_batch_size": s.batch_size,

@@ -176,18 +176,58 @@ def train_tabular(
     accountant: Accounting = "pld",
     rng: int | None = None,
     progress: Callable[[str, float], None] | None = None,
+    user_column: str | None = None,
+    users: Any = None,
+    max_records_per_user: int = 64,
 ) -> TabularModel:
     """Train an MLP on every column but ``target`` under (epsilon, delta)-DP, unit = one record.
 
     ``delta`` defaults to 1 / (10 x records).  ``rng=None`` draws the model's
     initialisation, the batches and the noise from an OS-seeded generator; an integer
     seed makes the run reproducible and the card says it is not secure.
+
+    With ``user_column`` the privacy unit is a **user**: all records sharing that column's
+    value (:mod:`safeshare.train.user_level`; the column is not a feature).  ``users``
+    gives the ids beside the table instead (one per row; ``user_column`` then only names
+    them).  ``batch_size`` is then the expected number of users per batch, ``delta``
+    defaults to 1 / (10 x users), and each user keeps at most ``max_records_per_user``
+    records (drawn at random; bounds a step's memory, not the guarantee).
     """
     torch, opacus = require_torch()
     labels, classes = _target(table, target)
-    features = tuple(n for n in table.columns if n != target)
+    if users is None and user_column is not None:
+        if user_column not in table.columns or user_column == target:
+            raise SchemaError(
+                f"user column {user_column!r} is not a column of the table besides the target"
+            )
+        users = table.column(user_column)
+    if users is not None and user_column is None:
+        raise InputError("users given without user_column: name the column they come from")
+    features = tuple(n for n in table.columns if n not in (target, user_column))
     if not features:
         raise SchemaError(f"the table has no column besides the target {target!r} to learn from")
+    if users is not None and user_column is not None:
+        if len(users) != len(table):
+            raise InputError(f"users must give one id per row ({len(table)}), got {len(users)}")
+        return _train_user_level(
+            table.project([*features, target]),
+            target,
+            user_column,
+            users,
+            max_records_per_user,
+            epsilon=epsilon,
+            delta=delta,
+            epochs=epochs,
+            batch_size=batch_size,
+            max_grad_norm=max_grad_norm,
+            learning_rate=learning_rate,
+            hidden=hidden,
+            clipping=clipping,
+            sampling=sampling,
+            accountant=accountant,
+            rng=rng,
+            progress=progress,
+        )
     records = len(table)
     settings = DPSGDSettings(
         records=records,
@@ -229,6 +269,89 @@ def train_tabular(
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return TabularModel(trained, features, target, card)
+
+
+def _train_user_level(
+    table: Table,
+    target: str,
+    user_column: str,
+    ids: Any,
+    cap: int,
+    *,
+    epsilon: float,
+    delta: float | None,
+    epochs: float,
+    batch_size: int,
+    max_grad_norm: float,
+    learning_rate: float,
+    hidden: int,
+    clipping: str,
+    sampling: str,
+    accountant: Accounting,
+    rng: int | None,
+    progress: Callable[[str, float], None] | None,
+) -> TabularModel:
+    """:func:`train_tabular` with a user as the privacy unit (``table``: features, target)."""
+    from safeshare.train.user_level import group_users, run_user_dpsgd, user_privacy
+
+    torch, opacus = require_torch()
+    if clipping != "linear-ghost":  # the default; another explicit choice does not apply
+        raise InputError(
+            f"clipping {clipping!r} clips per record; with a user column the gradient is "
+            "clipped per user (its own method): leave clipping at its default"
+        )
+    generator, seeded = torch_generator(rng)
+    # the cap's draw: from the run's generator, so a seed reproduces it
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    grouped = group_users(ids, cap, np.random.default_rng(seed))
+    if isinstance(batch_size, bool) or not 1 <= batch_size <= grouped.users // 2:
+        raise InputError(
+            f"batch size {batch_size!r} (expected users per batch) must lie in "
+            f"[1, {grouped.users // 2}] (half the users); try a smaller batch"
+        )
+    settings = DPSGDSettings(
+        records=grouped.users,
+        batch_size=batch_size,
+        epochs=epochs,
+        epsilon=epsilon,
+        delta=1.0 / (10 * grouped.users) if delta is None else delta,
+        max_grad_norm=max_grad_norm,
+        accountant=accountant,
+        sampling=sampling,
+    )
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+        raise InputError(f"hidden must be a positive whole number of units, got {hidden!r}")
+    features = tuple(n for n in table.columns if n != target)
+    kept = table.take(grouped.rows)
+    inputs = torch.from_numpy(one_hot(kept, features))
+    classes = table.domain[target].size
+    module = _mlp(inputs.shape[1], hidden, classes, generator)
+    run = run_user_dpsgd(
+        module,
+        inputs,
+        torch.from_numpy(kept.column(target).astype(np.int64)),
+        grouped.user,
+        settings,
+        make_optimizer=lambda params: torch.optim.Adam(params, lr=learning_rate),
+        generator=generator,
+        seeded=seeded,
+        progress=progress,
+    )
+    card = {
+        "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
+        "privacy": user_privacy(run, user_column, grouped, cap),
+        "training": {
+            "records": len(table),
+            "records_used": len(kept),
+            "users": grouped.users,
+            "epochs": run.steps_taken * settings.sampling_rate,
+            "optimizer": "adam",
+            "learning_rate": learning_rate,
+            "seeded": seeded,
+        },
+        "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
+    }
+    return TabularModel(module, features, target, card)
 
 
 def train_tabular_nonprivate(
