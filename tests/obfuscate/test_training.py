@@ -100,10 +100,10 @@ def test_the_task_loss_keeps_the_heads_predictions_where_the_cosine_alone_does_n
     scores = {}
     for task in (False, True):
         chosen = {"head": head, "labels": labels} if task else {}
-        result = train_transform(minilm, texts, weight=0.6, steps=30, seed=0, **chosen)
+        result = train_transform(minilm, texts, weight=0.6, steps=20, seed=0, **chosen)
         with torch.no_grad():
             clean = minilm.embed_tokens(batch.input_ids)
             sent = result.transform.sample(clean, batch.attention_mask, torch_generator(1)[0])
             pooled = minilm.pooled(sent, batch.attention_mask).numpy()
         scores[task] = f1_score(truth, head.predict(pooled), "spam")
-    assert scores[True] > scores[False] + 0.15  # measured 0.82 against 0.46
+    assert scores[True] > scores[False] + 0.15  # measured 0.95 against 0.39
