@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
-from safeshare.data.readers import read_frame
 from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
@@ -57,20 +56,6 @@ def read_texts(data: Path, text_column: str, schema_path: Path | None = None) ->
     """The text column of ``data`` (checked: present, no missing or blank text)."""
     schema = Schema.load(schema_path) if schema_path is not None else None
     frame, fingerprint, name = read_input(data, schema, None)
-    if (
-        text_column not in frame.columns
-        and schema is None
-        and data.suffix.lower()
-        not in (
-            ".parquet",
-            ".pq",
-        )
-    ):
-        # a table of texts only defeats header detection (no numbers below the names); a
-        # named --text-column says the first line is a header
-        again = read_frame(data, header=True)
-        if text_column in again.columns:
-            frame = again
     if text_column not in frame.columns:
         raise SchemaError(
             f"--text-column {text_column!r} is not a column of {name}; columns: "

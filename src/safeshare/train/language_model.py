@@ -19,7 +19,6 @@ the baseline that is free to memorize.  torch is imported lazily.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from safeshare.errors import InputError, InputFileNotFoundError
+from safeshare.errors import InputError
 from safeshare.train.accounting import Accounting
 from safeshare.train.dpsgd import (
     DPSGDSettings,
@@ -36,7 +35,7 @@ from safeshare.train.dpsgd import (
     torch_generator,
     train_shuffled,
 )
-from safeshare.train.tabular import write_model
+from safeshare.train.tabular import read_model, write_model
 from safeshare.train.text import check_texts
 
 BEGIN = 256  # the begin-of-text token, after the 256 byte values
@@ -241,22 +240,10 @@ class LanguageModel:
     @classmethod
     def load(cls, folder: str | Path) -> LanguageModel:
         """A model written by :meth:`save`."""
-        from safetensors.torch import load_file
-
-        path = Path(folder)
-        card_path, weights = path / "card.json", path / "model.safetensors"
-        if not card_path.is_file() or not weights.is_file():
-            raise InputFileNotFoundError(
-                f"{str(path)!r} lacks card.json or model.safetensors; give the directory "
-                "LanguageModel.save wrote"
-            )
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-        spec = card.get("model", {})
-        if spec.get("kind") != KIND:
-            raise InputError(f"{str(card_path)!r} is not the card of a {KIND}")
+        card, weights = read_model(folder, KIND, "LanguageModel.save")
         settings = LanguageModelSettings(**card["settings"])
         module = build_network(settings, None)
-        module.load_state_dict(load_file(str(weights)))
+        module.load_state_dict(weights)
         return cls(module, settings, card)
 
 

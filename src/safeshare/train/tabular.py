@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from safeshare.data import Table
-from safeshare.errors import InputError, OutputExistsError, SchemaError
+from safeshare.errors import InputError, InputFileNotFoundError, OutputExistsError, SchemaError
 from safeshare.train.accounting import Accounting
 from safeshare.train.dpsgd import (
     DPSGDSettings,
@@ -158,6 +158,24 @@ def write_model(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def read_model(folder: str | Path, kind: str, written_by: str) -> tuple[dict[str, Any], Any]:
+    """The card and the weights (name -> tensor) that :func:`write_model` wrote to ``folder``,
+    refused unless the card is a ``kind``'s (``written_by`` names what writes such folders)."""
+    from safetensors.torch import load_file
+
+    path = Path(folder)
+    card_path, weights = path / "card.json", path / "model.safetensors"
+    if not card_path.is_file() or not weights.is_file():
+        raise InputFileNotFoundError(
+            f"{str(path)!r} lacks card.json or model.safetensors; give the directory that "
+            f"{written_by} wrote"
+        )
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    if card.get("model", {}).get("kind") != kind:
+        raise InputError(f"{str(card_path)!r} is not the card of a {kind}")
+    return card, load_file(str(weights))
 
 
 def train_tabular(

@@ -16,7 +16,6 @@ by the SHA-256 of its embedding table.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from safeshare.errors import InputError, InputFileNotFoundError
+from safeshare.errors import InputError
 from safeshare.train.accounting import Accounting
 from safeshare.train.dpsgd import (
     DPSGDSettings,
@@ -36,7 +35,7 @@ from safeshare.train.dpsgd import (
     torch_generator,
     train_shuffled,
 )
-from safeshare.train.tabular import write_model
+from safeshare.train.tabular import read_model, write_model
 from safeshare.train.text_model import empty_top_layers, lower_hidden_states, top_layers
 
 DEFAULT_MAX_LENGTH = 64
@@ -158,21 +157,10 @@ class TextModel:
     @classmethod
     def load(cls, folder: str | Path) -> TextModel:
         """A model written by :meth:`save`; the base encoder must be the one it was trained on."""
-        from safetensors.torch import load_file
-
         from safeshare.obfuscate.model import load_model
 
-        path = Path(folder)
-        card_path, weights = path / "card.json", path / "model.safetensors"
-        if not card_path.is_file() or not weights.is_file():
-            raise InputFileNotFoundError(
-                f"{str(path)!r} lacks card.json or model.safetensors; give the directory that "
-                "`safeshare train --text-column` wrote"
-            )
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-        spec = card.get("model", {})
-        if spec.get("kind") != "text classifier":
-            raise InputError(f"{str(card_path)!r} is not the card of a text classifier")
+        card, weights = read_model(folder, "text classifier", "`safeshare train --text-column`")
+        spec = card["model"]
         frozen = load_model(max_length=int(spec["max_length"]))
         if frozen.fingerprint != spec["base_fingerprint"]:
             raise InputError(
@@ -181,7 +169,7 @@ class TextModel:
             )
         classes = tuple(str(c) for c in spec["class_labels"])
         module = empty_top_layers(frozen.network, len(spec["trained_layers"]), len(classes))
-        module.load_state_dict(load_file(str(weights)))
+        module.load_state_dict(weights)
         return cls(module, frozen, int(spec["frozen_layers"]), classes, card)
 
 

@@ -118,14 +118,7 @@ def top_layers(network: Any, layers: int, classes: int, generator: Any) -> Any:
             f"the encoder's activation is {config.hidden_act!r}; the DP text classifier "
             "re-implements BERT layers with exact GELU only: use all-MiniLM-L6-v2"
         )
-    module = _modules()(
-        layers,
-        classes,
-        int(config.hidden_size),
-        int(config.num_attention_heads),
-        int(config.intermediate_size),
-        float(config.layer_norm_eps),
-    )
+    module = empty_top_layers(network, layers, classes)
     with torch.no_grad():
         for mine, theirs in zip(
             module.layers, network.encoder.layer[total - layers :], strict=True
