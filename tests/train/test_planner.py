@@ -123,3 +123,33 @@ def test_cli_errors_are_one_line(plan_main, capsys):
     assert "--batch-sizes takes whole numbers" in capsys.readouterr().err
     assert plan_main(["plan", "--records", "5", "--epsilon", "1", "--epochs", "1",
                       "--accountant", "moments"]) == 2  # fmt: skip
+
+
+def test_cli_plans_user_level_training_in_users(plan_main, capsys):
+    argv = ["plan", "--users", "13025", "--epsilon", "1", "--delta", "1e-5", "--epochs", "3",
+            "--batch-sizes", "256,8192", "--accountant", "rdp", "--json"]  # fmt: skip
+    assert plan_main(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["privacy_unit"] == "user" and plan["users"] == 13025 and "records" not in plan
+    best = plan["candidates"][0]
+    # the arithmetic is record-level's with users as the units: q = users per batch / users
+    assert best["batch_size"] == 256 and best["steps"] == 153
+    assert dpsgd_epsilon(best["noise_multiplier"], 256 / 13025, 153, 1e-5, accountant="rdp") <= 1
+    assert "above half the 13025 users" in plan["skipped"]["8192"]
+    argv = ["plan", "--users", "13025", "--epsilon", "1", "--epochs", "3",
+            "--batch-sizes", "256", "--accountant", "rdp"]  # fmt: skip
+    assert plan_main(argv) == 0
+    assert "13025 users" in capsys.readouterr().out
+
+
+def test_cli_refuses_users_with_records_or_data(plan_main, capsys):
+    assert plan_main(["plan", "--users", "100", "--records", "300", "--epsilon", "1",
+                      "--epochs", "1"]) == 2  # fmt: skip
+    assert "give --users alone" in capsys.readouterr().err
+
+
+def test_an_unreachable_user_plan_speaks_of_users():
+    with pytest.raises(BudgetError, match="more users"):
+        plan_training(20, 0.01, 1e-6, epochs=50, batch_sizes=(4,), accountant="rdp", unit="user")
+    with pytest.raises(InputError, match="unit 'group' is unknown"):
+        plan_training(2000, 1.0, 1e-6, epochs=1, unit="group")

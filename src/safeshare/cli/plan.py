@@ -29,6 +29,12 @@ def plan_command(
     records: int | None = typer.Option(
         None, "--records", help="Number of training records (counted from --data if given)."
     ),
+    users: int | None = typer.Option(
+        None,
+        "--users",
+        help="Plan user-level DP-SGD (train --user-column): the number of users; batch sizes "
+        "then count users.",
+    ),
     epsilon: float = typer.Option(..., "--epsilon", help="Privacy budget epsilon."),
     delta: float = typer.Option(1e-6, "--delta", help="Privacy budget delta (below 1/records)."),
     epochs: float | None = typer.Option(
@@ -66,6 +72,14 @@ def plan_command(
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
+    unit = "record"
+    if users is not None:
+        if records is not None or data is not None:
+            raise InputError(
+                "give --users alone: --records and --data plan record-level training (their "
+                "pilot runs clip per record), --users plans user-level training"
+            )
+        records, unit = users, "user"
     if data is None:
         for flag, given in (("--pilots", pilots), ("--target", target), ("--schema", schema)):
             if given is not None:
@@ -92,6 +106,7 @@ def plan_command(
             max_steps=max_steps,
             accountant=accountant,  # type: ignore[arg-type]
             progress=progress,
+            unit=unit,
         )
         study = None
         if table is not None and target is not None:
@@ -103,8 +118,9 @@ def plan_command(
         stdout.print_json(json.dumps(described))
         return
     table = RichTable(
-        title=f"DP-SGD plans for {records} records at epsilon={epsilon:g}, delta={delta:g} "
-        f"({accountant.upper()}, Poisson sampling, privacy unit = record)",
+        title=f"DP-SGD plans for {records} {unit}s at epsilon={epsilon:g}, delta={delta:g} "
+        f"({accountant.upper()}, Poisson sampling, privacy unit = {unit}"
+        + (": batch sizes count users)" if unit == "user" else ")"),
         title_justify="left",
     )
     names = ["rank", "batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"]

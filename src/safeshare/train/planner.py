@@ -102,6 +102,7 @@ class Plan:
     skipped: dict[int, str] = field(default_factory=dict)
     predictions: tuple[Prediction, ...] = ()
     loss_model: dict[str, Any] | None = None
+    unit: str = "record"  # the privacy unit that ``records`` counts: "record" or "user"
 
     @property
     def best(self) -> Candidate:
@@ -115,10 +116,10 @@ class Plan:
             for described, prediction in zip(candidates, self.predictions, strict=True):
                 described["predicted_loss"] = prediction.describe()
         return {
-            "records": self.records,
+            f"{self.unit}s": self.records,
             "epsilon": self.epsilon,
             "delta": self.delta,
-            "privacy_unit": "record",
+            "privacy_unit": self.unit,
             "sampling": "poisson",
             "accountant": self.accountant,
             "ranking": ranking,
@@ -178,16 +179,21 @@ def plan_training(
     accountant: Accounting = "pld",
     tolerance: float = 5e-3,
     progress: Callable[[str, float], None] | None = None,
+    unit: str = "record",
 ) -> Plan:
     """Candidate configurations for training on ``records`` records at (epsilon, delta).
 
     ``epochs`` sets steps = ceil(epochs * records / B); ``max_steps`` caps them (a
     compute budget).  Each noise multiplier is within ``tolerance`` (relative) of the
     smallest that meets the budget, and always meets it.  Raises :class:`BudgetError`
-    naming what *can* be reached when no batch size reaches ``epsilon``.
+    naming what *can* be reached when no batch size reaches ``epsilon``.  With
+    ``unit="user"`` (user-level DP-SGD, :mod:`safeshare.train.user_level`) ``records``
+    counts users and the batch sizes are users per batch: the arithmetic is the same.
     """
+    if unit not in ("record", "user"):
+        raise InputError(f"unit {unit!r} is unknown; use 'record' or 'user'")
     if isinstance(records, bool) or not isinstance(records, int) or records < 2:
-        raise InputError(f"records must be a whole number of at least 2, got {records!r}")
+        raise InputError(f"{unit}s must be a whole number of at least 2, got {records!r}")
     check_epsilon(epsilon)
     check_delta(delta)
     if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
@@ -202,7 +208,7 @@ def plan_training(
     usable = [b for b in sizes if b <= records // 2]
     for size in sizes:
         if size not in usable:
-            skipped[size] = f"batch size above half the {records} records"
+            skipped[size] = f"batch size above half the {records} {unit}s"
     for done, size in enumerate(usable):
         if progress is not None:
             progress(f"calibrating batch {size}", done / len(usable))
@@ -218,9 +224,9 @@ def plan_training(
         spent = dpsgd_epsilon(sigma, q, steps, delta, accountant=accountant)
         candidates.append(Candidate(size, q, steps, steps * q, sigma, spent))
     if not candidates:
-        raise BudgetError(_unreachable(records, epsilon, delta, usable, epochs, max_steps))
+        raise BudgetError(_unreachable(records, epsilon, delta, usable, epochs, max_steps, unit))
     candidates.sort(key=lambda c: c.noise_batch_ratio)
-    return Plan(records, epsilon, delta, accountant, tuple(candidates), skipped)
+    return Plan(records, epsilon, delta, accountant, tuple(candidates), skipped, unit=unit)
 
 
 def _unreachable(
@@ -230,10 +236,11 @@ def _unreachable(
     sizes: list[int],
     epochs: float | None,
     max_steps: int | None,
+    unit: str,
 ) -> str:
     if not sizes:
         return (
-            f"no batch size fits {records} records (each must be at most half of them); "
+            f"no batch size fits {records} {unit}s (each must be at most half of them); "
             "pass smaller --batch-sizes"
         )
     # the least-spending candidate: smallest batch; what it reaches at sigma = 1024, and
@@ -257,5 +264,5 @@ def _unreachable(
     return (
         f"epsilon={epsilon:g} at delta={delta:g} cannot be reached: batch {size} over {steps} "
         f"steps spends at least epsilon={floor:.3g} even with noise multiplier 1024; {hint}; "
-        "use fewer epochs, more records, or a larger epsilon"
+        f"use fewer epochs, more {unit}s, or a larger epsilon"
     )
