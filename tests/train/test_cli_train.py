@@ -198,6 +198,22 @@ def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
     with pytest.raises(InputError, match="every domain must come from the schema"):
         train(str(path), "--target", "religious", "--epsilon", "1", "--out",
               str(tmp_path / "other"), "--user-column", "household")  # fmt: skip
-    with pytest.raises(InputError, match="MLP classifier only"):
+    # the text classifier takes --user-column too (tests/train/test_user_level_models.py)
+    with pytest.raises(SchemaError, match="--text-column 'x'"):
         train(str(path), "--target", "religious", "--epsilon", "1", "--out",
               str(tmp_path / "other"), "--user-column", "household", "--text-column", "x")  # fmt: skip
+
+
+def test_the_device_is_chosen_before_any_budget_is_spent(fair_small, tmp_path):
+    data, schema = fair_small
+    ledger = tmp_path / "ledger.sqlite"
+    common = ["--target", "religious", "--schema", str(schema), "--ledger", str(ledger),
+              "--epsilon", "1", "--accountant", "rdp", "--seed", "0"]  # fmt: skip
+    with pytest.raises(InputError, match="device 'gpu' is unknown; use auto, cpu, cuda"):
+        train(str(data), *common, "--device", "gpu", "--out", str(tmp_path / "no"))
+    assert not ledger.exists() and not (tmp_path / "no").exists()
+    result = train(str(data), *common, "--device", "cpu", "--out", str(tmp_path / "cpu"))
+    assert result.exit_code == 0, result.output
+    assert "on cpu" in result.output
+    card = json.loads((tmp_path / "cpu" / "card.json").read_text())
+    assert card["training"]["device"] == "cpu"

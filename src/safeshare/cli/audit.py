@@ -80,6 +80,19 @@ def _settings(model: Path) -> dict[str, Any]:
     }
 
 
+def _refuse_user_level(model: Path) -> None:
+    """A user-level language model: the audits (canaries replay record-level training;
+    extraction compares held-out texts) do not apply to it yet."""
+    from safeshare.errors import InputError
+
+    card = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    if str(card.get("privacy", {}).get("privacy_unit", "record")).startswith("user"):
+        raise InputError(
+            f"{str(model)!r} is a user-level model (--user-column); the audits replay "
+            "record-level training and do not apply to it"
+        )
+
+
 def audit_command(
     model: Path = typer.Argument(..., help="A model directory written by `safeshare train`."),
     data: Path = typer.Option(..., "--data", help="The training data (CSV/TSV or Parquet)."),
@@ -128,6 +141,7 @@ def audit_command(
     from safeshare.release.language_model import is_language_model
 
     if is_language_model(model):
+        _refuse_user_level(model)
         if attack == "lira":
             raise InputError(
                 f"{str(model)!r} is a language model; LiRA audits the classifiers of "

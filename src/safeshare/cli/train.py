@@ -100,13 +100,20 @@ def train_command(
     user_column: str | None = typer.Option(
         None,
         "--user-column",
-        help="MLP: the privacy unit is a user, all records sharing this column's value "
-        "(clipped per user; not a feature; --batch-size counts users).",
+        help="The privacy unit is a user, all records (texts) sharing this column's value "
+        "(clipped per user; not an input; --batch-size counts users; the language model "
+        "holds out whole users).",
     ),
     max_records_per_user: int = typer.Option(
         64,
         "--max-records-per-user",
         help="With --user-column: records kept per user (drawn at random; bounds memory).",
+    ),
+    device: str = typer.Option(
+        "auto",
+        "--device",
+        help="Where training runs: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
+        "cuda or cuda:N.",
     ),
     seed: int | None = typer.Option(
         None, help="Reproducible run. NOT private against anyone who knows the seed."
@@ -134,11 +141,6 @@ def train_command(
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
-    if user_column is not None and (language_model or text_column is not None):
-        raise InputError(
-            "--user-column trains the MLP classifier only; the text classifier and the "
-            "language model take one text as the privacy unit"
-        )
     if language_model:
         _train_language_model(
             data,
@@ -159,6 +161,9 @@ def train_command(
             clipping=clipping,
             accountant=accountant,
             holdout_fraction=holdout_fraction,
+            user_column=user_column,
+            max_records_per_user=max_records_per_user,
+            device=device,
             unsafe_infer=unsafe_infer,
             seed=seed,
             ledger=ledger,
@@ -184,6 +189,7 @@ def train_command(
         "total_epsilon": total_epsilon,
         "total_delta": total_delta,
         "force": force,
+        "device": device,
     }
     with progress_bar(quiet or as_json) as progress:
         if text_column is not None:
@@ -210,6 +216,8 @@ def train_command(
                     out,
                     settings=text_settings,
                     progress=progress,
+                    user_column=user_column,
+                    max_records_per_user=max_records_per_user,
                     **common,
                 )
             for warning in caught:  # e.g. how many texts were truncated (never a text)
@@ -240,7 +248,8 @@ def train_command(
     stdout.print(f"guarantee  {card['guarantee']}")
     stdout.print(
         f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
-        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}"
+        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}, "
+        f"on {card['training']['device']}"
     )
     if text_column is not None:
         spec = card["model"]
@@ -270,6 +279,9 @@ def _train_language_model(
     clipping: str | None,
     accountant: str,
     holdout_fraction: float,
+    user_column: str | None,
+    max_records_per_user: int,
+    device: str,
     unsafe_infer: bool,
     seed: int | None,
     ledger: Path | None,
@@ -325,6 +337,9 @@ def _train_language_model(
             schema_path=schema,
             settings=settings,
             holdout_fraction=holdout_fraction,
+            user_column=user_column,
+            max_records_per_user=max_records_per_user,
+            device=device,
             seed=seed,
             ledger=ledger,
             total_epsilon=total_epsilon,
@@ -345,10 +360,12 @@ def _train_language_model(
     stdout.print(f"guarantee  {card['guarantee']}")
     stdout.print(
         f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
-        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}"
+        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}, "
+        f"on {card['training']['device']}"
     )
     stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
+    users = f", {holdout['users']} whole users" if "users" in holdout else ""
     stdout.print(
-        f"held out   {holdout['texts']} of {card['input']['rows']} texts for audits "
+        f"held out   {holdout['texts']} of {card['input']['rows']} texts{users} for audits "
         "(row positions in holdout.json)"
     )

@@ -7,7 +7,9 @@ them out costs no budget); their **row positions** (never their texts) are writt
 ``holdout.json`` beside the weights, with the input's SHA-256, so that
 ``safeshare audit --attack extraction|canaries`` can tell training texts from held-out ones
 later.  Every check on the input runs before the whole (epsilon, delta) is committed to the
-ledger.  The card names the column and the input's hash, never a text.
+ledger.  The card names the column and the input's hash, never a text.  With a user column
+the privacy unit is a user (all texts sharing its value) and the held-out share is of
+**users**: every text of a held-out user is held out, none of a training user.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
 from safeshare.release.output import check_output
 from safeshare.release.pipeline import ledger_summary, read_input
+from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
 from safeshare.train.language_model import (
     KIND,
@@ -37,6 +40,7 @@ from safeshare.train.language_model import (
     train_language_model,
 )
 from safeshare.train.text import check_texts
+from safeshare.train.user_level import group_users
 
 HOLDOUT_FILE = "holdout.json"
 MIN_TEXTS = 20  # fewer leaves nothing to hold out and no batch for DP-SGD
@@ -50,10 +54,17 @@ class TextInput:
     texts: list[str]
     fingerprint: str
     name: str
+    users: Any = None  # one id per text, when a user column was asked for
 
 
-def read_texts(data: Path, text_column: str, schema_path: Path | None = None) -> TextInput:
-    """The text column of ``data`` (checked: present, no missing or blank text)."""
+def read_texts(
+    data: Path,
+    text_column: str,
+    schema_path: Path | None = None,
+    user_column: str | None = None,
+) -> TextInput:
+    """The text column of ``data`` (checked: present, no missing or blank text), and the
+    ``user_column``'s ids when one is named (not the text column, not in the schema)."""
     schema = Schema.load(schema_path) if schema_path is not None else None
     frame, fingerprint, name = read_input(data, schema, None)
     if text_column not in frame.columns:
@@ -61,6 +72,19 @@ def read_texts(data: Path, text_column: str, schema_path: Path | None = None) ->
             f"--text-column {text_column!r} is not a column of {name}; columns: "
             f"{list(frame.columns)}"
         )
+    users = None
+    if user_column is not None:
+        if user_column not in frame.columns or user_column == text_column:
+            raise SchemaError(
+                f"--user-column {user_column!r} is not a column of {name} besides the text "
+                f"column; columns: {list(frame.columns)}"
+            )
+        if schema is not None and user_column in schema.names:
+            raise SchemaError(
+                f"--user-column {user_column!r} is declared in the schema; the user column is "
+                "not a feature: remove it from the schema"
+            )
+        users = frame[user_column].to_numpy(dtype=object)
     values = frame[text_column].tolist()
     blank = [
         row
@@ -74,11 +98,15 @@ def read_texts(data: Path, text_column: str, schema_path: Path | None = None) ->
             f"positions {shown}, 0-based, header excluded); a language model learns nothing "
             "from them: drop those rows"
         )
-    return TextInput(check_texts(values, text_column), fingerprint, name)
+    return TextInput(check_texts(values, text_column), fingerprint, name, users)
 
 
-def check_sizes(texts: int, holdout_fraction: float, settings: LanguageModelSettings) -> int:
-    """The number held out; refuse too few texts or a batch over half the training texts."""
+def check_sizes(
+    texts: int, holdout_fraction: float, settings: LanguageModelSettings, users: int | None = None
+) -> int:
+    """How many units are held out: texts, or ``users`` (their number) when a user is the
+    unit; refuse too few texts, fewer than 2 held out or a batch over half the training
+    units."""
     if not 0 < holdout_fraction <= 0.5:
         raise InputError(
             f"--holdout-fraction must lie in (0, 0.5], got {holdout_fraction!r}; "
@@ -89,17 +117,18 @@ def check_sizes(texts: int, holdout_fraction: float, settings: LanguageModelSett
             f"a language model needs at least {MIN_TEXTS} texts (some are held out for audits, "
             f"the rest must fill DP-SGD batches); the column has {texts}: give more texts"
         )
-    held_out = holdout_size(texts, holdout_fraction)
+    units, unit = (texts, "texts") if users is None else (users, "users")
+    held_out = holdout_size(units, holdout_fraction)
     if held_out < 2:
         raise InputError(
-            f"--holdout-fraction {holdout_fraction:g} of {texts} texts holds out {held_out}; "
+            f"--holdout-fraction {holdout_fraction:g} of {units} {unit} holds out {held_out}; "
             "audits need at least 2: raise it"
         )
-    training = texts - held_out
+    training = units - held_out
     if settings.batch_size > training // 2:
         raise InputError(
             f"--batch-size {settings.batch_size} is more than half the {training} training "
-            f"texts (Poisson sampling needs batch <= records / 2); use at most {training // 2}"
+            f"{unit} (Poisson sampling needs batch <= {unit} / 2); use at most {training // 2}"
         )
     return held_out
 
@@ -120,12 +149,18 @@ def train_language_model_release(
     total_delta: float | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    user_column: str | None = None,
+    max_records_per_user: int = 64,
+    device: str = "auto",
 ) -> LanguageModel:
     """Train the byte-level LM with DP-SGD on ``text_column`` of ``data``; write it to ``out``.
 
-    ``delta=None`` means 1 / (10 x texts), all rows counted.  ``seed`` makes the held-out
-    rows, the initial weights and the noise reproducible (NOT private against anyone who
-    knows it); None draws them from the OS.
+    ``delta=None`` means 1 / (10 x texts), all rows counted (with ``user_column``,
+    1 / (10 x users), all users counted).  ``seed`` makes the held-out rows, the initial
+    weights and the noise reproducible (NOT private against anyone who knows it); None
+    draws them from the OS.  With ``user_column`` the unit is a user, ``settings.batch_size``
+    counts users and ``holdout_fraction`` is a share of the users (held out whole).
+    ``device``: auto (CUDA when torch sees a GPU), cpu, cuda or cuda:N.
     """
     settings = settings or LanguageModelSettings()
     report = progress or no_progress
@@ -134,11 +169,24 @@ def train_language_model_release(
     if delta is not None:
         check_delta(delta)
     require_torch()  # before any budget is spent
+    resolve_device(device)
     report("reading", 0.0)
-    source = read_texts(data, text_column, schema_path)
+    source = read_texts(data, text_column, schema_path, user_column)
     rows = len(source.texts)
-    held_out = check_sizes(rows, holdout_fraction, settings)
-    delta = 1.0 / (10 * rows) if delta is None else delta
+    randomness = Randomness(seed)
+    if source.users is None:
+        held_out = check_sizes(rows, holdout_fraction, settings)
+        units = rows
+    else:  # every check, on the split too, before any budget is spent
+        units = group_users(source.users, max_records_per_user, np.random.default_rng(0)).users
+        held_out_users = check_sizes(rows, holdout_fraction, settings, users=units)
+        train_rows, holdout_rows = split_by_user(
+            source.users, holdout_fraction, randomness.generator()
+        )
+        held_out = len(holdout_rows)
+        # the training users alone must still group (e.g. not one text each)
+        group_users(source.users[train_rows], max_records_per_user, np.random.default_rng(0))
+    delta = 1.0 / (10 * units) if delta is None else delta
     total = None
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
@@ -150,8 +198,10 @@ def train_language_model_release(
         name=source.name,
         default_total=total,
     )
-    randomness = Randomness(seed)
-    train_rows, holdout_rows = train_holdout_split(rows, holdout_fraction, randomness.generator())
+    if source.users is None:
+        train_rows, holdout_rows = train_holdout_split(
+            rows, holdout_fraction, randomness.generator()
+        )
     model = train_language_model(
         [source.texts[i] for i in train_rows],
         epsilon=epsilon,
@@ -160,10 +210,14 @@ def train_language_model_release(
         text_column=text_column,
         rng=seed,
         progress=report,
+        user_column=user_column,
+        users=None if source.users is None else source.users[train_rows],
+        max_records_per_user=max_records_per_user,
+        device=device,
     )
     card = _card(model.card, source, epsilon, delta, rows, held_out, holdout_fraction, seed)
     card["ledger"] = ledger_summary(book, status)
-    holdout = {
+    holdout: dict[str, Any] = {
         "what": "0-based positions of the data rows (header excluded) held out of training: "
         "positions only, never text",
         "rows": sorted(int(r) for r in holdout_rows),
@@ -171,10 +225,37 @@ def train_language_model_release(
         "text_column": text_column,
         "input_sha256": source.fingerprint,
     }
+    if source.users is not None:
+        holdout["unit"] = (
+            f"whole users (column {user_column}): every text of a held-out user is held out, "
+            "none of a training user"
+        )
+        holdout["users_held_out"] = held_out_users
+        card["holdout"].update(_user_holdout(user_column, held_out_users, units))
     model = LanguageModel(model.module, model.settings, card)
     report("writing", 1.0)
     model.save(out, force=force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"})
     return model
+
+
+def split_by_user(
+    users: Any, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions of training and held-out texts, holding out a ``fraction`` of the
+    users (uniformly at random, independently of the texts) with all their texts."""
+    codes, uniques = pd.factorize(pd.Series(np.asarray(users, dtype=object)))
+    _, held_users = train_holdout_split(len(uniques), fraction, rng)
+    held = np.isin(codes, held_users)
+    return np.flatnonzero(~held), np.flatnonzero(held)
+
+
+def _user_holdout(column: str | None, held_out_users: int, users: int) -> dict[str, Any]:
+    return {
+        "unit": f"whole users (column {column}): all the texts of a held-out user",
+        "users": held_out_users,
+        "training_users": users - held_out_users,
+        "chosen": "users uniformly at random, independently of the texts: no budget spent",
+    }
 
 
 def _card(
@@ -188,9 +269,17 @@ def _card(
     seed: int | None,
 ) -> dict[str, Any]:
     privacy = card["privacy"]
-    guarantee = (
-        f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for every text (one text is one record)"
-        + ("" if privacy["secure_noise"] else ", for anyone who does not know the seed")
+    unit = "every text (one text is one record)"
+    public = ["the number of texts (rows) and of training texts"]
+    not_dp = ["the number of texts is exact"]
+    if str(privacy.get("privacy_unit", "")).startswith("user"):
+        unit = f"every {privacy['privacy_unit']}: all their texts"
+        public.append("the number of users")
+        not_dp.append(
+            "the number of users and the texts dropped by --max-records-per-user are exact"
+        )
+    guarantee = f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for {unit}" + (
+        "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
     )
     return {
         **card,
@@ -213,11 +302,8 @@ def _card(
             "note": f"{HOLDOUT_FILE} tells which rows of the input were not trained on; keep it "
             "with the data owner if the model is shared",
         },
-        "public": [
-            "the number of texts (rows) and of training texts",
-            "the byte vocabulary and the network's shape",
-        ],
-        "not_dp": ["the number of texts is exact"],
+        "public": [*public, "the byte vocabulary and the network's shape"],
+        "not_dp": not_dp,
         "notes": [],
     }
 

@@ -5,12 +5,18 @@ the target and the text column are used.  The target's classes come from the pub
 from DP discovery (a share of the budget) or, with ``unsafe_infer``, from the records
 without DP (flagged).  The texts are checked before any budget is spent; the whole budget
 is committed to the ledger before training.  The card names columns and sources, never a
-text.
+text.  With ``user_column`` the privacy unit is a user (all texts sharing that column's
+value): the column is neither input nor target, must not be in the schema, and the target's
+classes must come from the schema (or ``unsafe_infer``): DP discovery protects records, not
+users.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
@@ -19,9 +25,17 @@ from safeshare.dp.ledger import Ledger
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.output import check_output
 from safeshare.release.pipeline import ledger_summary
-from safeshare.release.training import SensitiveTable, prepare_table, read_table, training_card
+from safeshare.release.training import (
+    SensitiveTable,
+    prepare_table,
+    read_table,
+    split_users,
+    training_card,
+)
+from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
 from safeshare.train.text import TextModel, TextSettings, check_texts, train_text
+from safeshare.train.user_level import check_user_batch, group_users
 
 
 def text_source(source: SensitiveTable, target: str, text_column: str) -> SensitiveTable:
@@ -39,6 +53,24 @@ def text_source(source: SensitiveTable, target: str, text_column: str) -> Sensit
         specs = {n: spec for n in (target, text_column) if (spec := schema.spec(n)) is not None}
         schema = Schema(specs, schema.missing_values, schema.source)
     return SensitiveTable(frame[[target, text_column]], schema, source.fingerprint, source.name)
+
+
+def user_ids(
+    table: SensitiveTable, user_column: str, target: str, text_column: str, unsafe_infer: bool
+) -> Any:
+    """The user column's ids (one per text), refused as :func:`split_users` refuses them."""
+    frame = table.frame
+    if user_column not in frame.columns or user_column in (target, text_column):
+        raise SchemaError(
+            f"--user-column {user_column!r} is not a column of the data besides the target and "
+            f"the text column; columns: {list(frame.columns)}"
+        )
+    schema = table.schema
+    if schema is not None:  # only the target's and the user column's entries, if any
+        specs = {n: spec for n in (target, user_column) if (spec := schema.spec(n)) is not None}
+        schema = Schema(specs, schema.missing_values, schema.source)
+    narrowed = SensitiveTable(frame[[target, user_column]], schema, table.fingerprint, table.name)
+    return split_users(narrowed, user_column, target, unsafe_infer)[1]
 
 
 def check_target(source: SensitiveTable, target: str) -> None:
@@ -69,12 +101,16 @@ def train_text_release(
     total_delta: float | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    user_column: str | None = None,
+    max_records_per_user: int = 64,
+    device: str = "auto",
 ) -> TextModel:
     """Fine-tune MiniLM's top layer(s) + a head with DP-SGD to predict ``target`` from texts.
 
-    ``delta=None`` means 1 / (10 x records).  The budget is split as for the tabular
-    classifier: DP discovery of the target's classes (when the schema leaves them open)
-    and DP-SGD compose sequentially.
+    ``delta=None`` means 1 / (10 x records), with ``user_column`` 1 / (10 x users).  The
+    budget is split as for the tabular classifier: DP discovery of the target's classes
+    (when the schema leaves them open) and DP-SGD compose sequentially.  ``device``: auto
+    (CUDA when torch sees a GPU), cpu, cuda or cuda:N.
     """
     settings = settings or TextSettings()
     report = progress or no_progress
@@ -83,11 +119,23 @@ def train_text_release(
     if delta is not None:
         check_delta(delta)
     require_torch()  # before any budget is spent
+    resolve_device(device)
     report("reading", 0.0)
-    source = text_source(read_table(data, target, schema_path), target, text_column)
+    table = read_table(data, target, schema_path)
+    source = text_source(table, target, text_column)
     texts = check_texts(source.frame[text_column].tolist(), text_column)
     check_target(source, target)
-    delta = 1.0 / (10 * len(source.frame)) if delta is None else delta
+    ids, units = None, len(source.frame)
+    if user_column is not None:  # checked before any budget is spent
+        ids = user_ids(table, user_column, target, text_column, unsafe_infer)
+        units = group_users(ids, max_records_per_user, np.random.default_rng(0)).users
+        if settings.clipping != TextSettings.clipping:
+            raise InputError(
+                f"--clipping {settings.clipping!r} clips per record; with --user-column the "
+                "gradient is clipped per user (its own method): leave --clipping out"
+            )
+        check_user_batch(settings.batch_size, units)
+    delta = 1.0 / (10 * units) if delta is None else delta
     total = None
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
@@ -112,6 +160,10 @@ def train_text_release(
         target=target,
         rng=seed,
         progress=report,
+        user_column=user_column,
+        users=ids,
+        max_records_per_user=max_records_per_user,
+        device=device,
     )
     card = training_card(prepared, model.card, epsilon)
     card["model"]["class_labels_source"] = str(

@@ -30,9 +30,10 @@ from safeshare.release.output import check_output
 from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
 from safeshare.report.card import domain_source
 from safeshare.train.accounting import Accounting
+from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
-from safeshare.train.user_level import group_users
+from safeshare.train.user_level import check_user_batch, group_users
 
 DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent discovering domains the schema leaves open
 
@@ -83,12 +84,14 @@ def train_release(
     total_delta: float | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    device: str = "auto",
 ) -> TabularModel:
     """Train a DP-SGD MLP on ``data`` to predict ``target``; write weights and card to ``out``.
 
     ``delta=None`` means 1 / (10 x records) (the record count is public, see the card).
     ``total_epsilon``/``total_delta``: the dataset's total in the ledger when it is seen for
-    the first time (default: this run's budget).
+    the first time (default: this run's budget).  ``device``: auto (CUDA when torch sees a
+    GPU), cpu, cuda or cuda:N.
     """
     settings = settings or TrainingSettings()
     report = progress or no_progress
@@ -97,6 +100,7 @@ def train_release(
     if delta is not None:
         check_delta(delta)
     require_torch()  # before any budget is spent
+    resolve_device(device)
     report("reading", 0.0)
     source = read_table(data, target, schema_path)
     ids = None
@@ -104,6 +108,7 @@ def train_release(
     if settings.user_column is not None:  # checked before any budget is spent
         source, ids = split_users(source, settings.user_column, target, unsafe_infer)
         units = group_users(ids, settings.max_records_per_user, np.random.default_rng(0)).users
+        check_user_batch(settings.batch_size, units)
     delta = 1.0 / (10 * units) if delta is None else delta
     total = None
     if total_epsilon is not None or total_delta is not None:
@@ -134,6 +139,7 @@ def train_release(
         user_column=settings.user_column,
         users=ids,
         max_records_per_user=settings.max_records_per_user,
+        device=device,
     )
     card = training_card(prepared, model.card, epsilon)
     card["ledger"] = ledger_summary(book, status)

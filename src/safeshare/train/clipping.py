@@ -131,7 +131,7 @@ class LinearGhostClipping:
     def _clip_and_sum(
         self, torch: Any, used: list[Any], grads: list[Any], records: int, dtype: Any
     ) -> Any:
-        squared = torch.zeros(records, dtype=dtype)
+        squared = torch.zeros(records, dtype=dtype, device=self._layers[0].weight.device)
         parts = []
         for layer, grad in zip(used, grads, strict=True):
             if grad is None:  # the loss does not depend on this layer: zero gradient

@@ -7,6 +7,9 @@ the accountant uses (:func:`check_poisson_loader` refuses anything else), the no
 multiplier comes from :func:`~safeshare.train.accounting.calibrate_noise`, and exactly
 the accounted number of steps is taken.  torch and opacus are imported lazily.
 
+Training runs on ``device`` (:mod:`safeshare.train.device`: the CPU, or CUDA when torch
+sees a GPU); the module comes back on the CPU.
+
 Per-record clipping: ``"linear-ghost"`` (:mod:`safeshare.train.clipping`, exact for
 networks of Linear layers, one ordinary backward pass per step) or Opacus's ``"ghost"``
 and ``"hooks"`` for other architectures.  All three add the noise with Opacus's
@@ -31,6 +34,7 @@ from safeshare.train.accounting import (
     calibrate_noise,
     dpsgd_epsilon,
 )
+from safeshare.train.device import describe_device, noise_generator, resolve_device
 
 SAMPLINGS: tuple[str, ...] = ("poisson",)
 # linear-ghost: ours (train/clipping.py), exact and fastest, for networks of Linear layers;
@@ -142,6 +146,7 @@ class DPSGDRun:
     steps_taken: int
     noise_source: str
     secure_noise: bool
+    device: str = "cpu"
 
     def privacy(self) -> dict[str, Any]:
         s = self.settings
@@ -175,6 +180,7 @@ def run_dpsgd(
     generator: Any,
     seeded: bool,
     progress: Callable[[str, float], None] | None = None,
+    device: Any = "auto",
 ) -> DPSGDRun:
     """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD.
 
@@ -183,11 +189,14 @@ def run_dpsgd(
     ``labels`` of shape (records, tokens) train a sequence model whose output is
     (records, tokens, vocabulary): the loss of a record is its mean over the tokens whose
     label is not -100, and the whole sequence is the privacy unit (``"ghost"`` clipping).
+    ``device`` (a name or a ``torch.device``): where the steps run; ``module`` is handed
+    back on the CPU.
     """
     torch, _ = require_torch()
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
+    target = resolve_device(device) if device is None or isinstance(device, str) else device
     inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
     if labels.dim() == 2 and settings.clipping != "ghost":
         raise InputError(
@@ -215,34 +224,46 @@ def run_dpsgd(
     )
     check_poisson_loader(loader, q)
     secure = not seeded and secure_noise_available()
+    if secure and target.type != "cpu":
+        raise InputError(
+            "Opacus's secure noise (torchcsprng, installed here) draws on the CPU; train with "
+            "device='cpu' for secure noise, or uninstall torchcsprng to train on the GPU "
+            "with noise from an OS-seeded generator"
+        )
     with warnings.catch_warnings():  # the card states whether the noise is secure
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         engine = PrivacyEngine(secure_mode=secure)
-    if settings.clipping == "linear-ghost":
-        taken = _run_linear_ghost(
-            module,
-            inputs[0],
-            labels,
-            settings,
-            loader,
-            optimizer=make_optimizer(module.parameters()),
-            noise_multiplier=sigma,
-            # Opacus's choice in make_private: its secure generator, else the caller's
-            noise_generator=engine.secure_rng if secure else generator,
-            secure=secure,
-            progress=progress,
-        )
-    else:
-        taken = _run_opacus(
-            engine,
-            module,
-            settings,
-            loader,
-            optimizer=make_optimizer(module.parameters()),
-            noise_multiplier=sigma,
-            noise_generator=None if secure else generator,
-            progress=progress,
-        )
+    on_device = tuple(x.to(target) for x in inputs), labels.to(target)
+    module.to(target)
+    try:
+        if settings.clipping == "linear-ghost":
+            taken = _run_linear_ghost(
+                module,
+                on_device[0][0],
+                on_device[1],
+                settings,
+                loader,
+                optimizer=make_optimizer(module.parameters()),
+                noise_multiplier=sigma,
+                # Opacus's choice in make_private: its secure generator, else the caller's
+                noise_generator=engine.secure_rng if secure else noise_generator(target, generator),
+                secure=secure,
+                progress=progress,
+            )
+        else:
+            taken = _run_opacus(
+                engine,
+                module,
+                settings,
+                loader,
+                on_device,
+                optimizer=make_optimizer(module.parameters()),
+                noise_multiplier=sigma,
+                noise_generator=None if secure else noise_generator(target, generator),
+                progress=progress,
+            )
+    finally:
+        module.to("cpu")
     if seeded:
         source = "torch.Generator from the caller's seed: reproducible, NOT secure"
     elif secure:
@@ -252,7 +273,7 @@ def run_dpsgd(
             "torch.Generator seeded from the OS's CSPRNG (secrets); the stream itself is not "
             "cryptographically secure: torchcsprng is not installed for Opacus's secure mode"
         )
-    return DPSGDRun(settings, sigma, spent, taken, source, secure)
+    return DPSGDRun(settings, sigma, spent, taken, source, secure, describe_device(target))
 
 
 # what to put in place of a layer Opacus refuses (by class name)
@@ -299,29 +320,39 @@ def train_shuffled(
     optimizer: Any,
     generator: Any,
     loss: Callable[[Any, Any], Any],
+    device: Any = "auto",
 ) -> float:
     """The non-private baseline: shuffled fixed-size batches, no clipping, no noise.
 
     ``features`` is one tensor or a tuple of them (the module's positional inputs);
-    ``loss(output, labels)`` is the batch's loss.  Returns the epochs run.
+    ``loss(output, labels)`` is the batch's loss.  The steps run on ``device``; the module
+    is handed back on the CPU.  Returns the epochs run.
     """
     torch, _ = require_torch()
-    inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
+    target = resolve_device(device) if device is None or isinstance(device, str) else device
+    inputs = tuple(
+        x.to(target) for x in (features if isinstance(features, tuple | list) else (features,))
+    )
+    labels = labels.to(target)
     records = int(labels.shape[0])
     batch = min(batch_size, records)
     steps = math.ceil(epochs * records / batch)
+    module.to(target)
     module.train()
     taken = 0
-    while taken < steps:
-        order = torch.randperm(records, generator=generator)
-        for start in range(0, records, batch):
-            if taken == steps:
-                break
-            rows = order[start : start + batch]
-            optimizer.zero_grad()
-            loss(module(*(x[rows] for x in inputs)), labels[rows]).backward()
-            optimizer.step()
-            taken += 1
+    try:
+        while taken < steps:
+            order = torch.randperm(records, generator=generator).to(target)
+            for start in range(0, records, batch):
+                if taken == steps:
+                    break
+                rows = order[start : start + batch]
+                optimizer.zero_grad()
+                loss(module(*(x[rows] for x in inputs)), labels[rows]).backward()
+                optimizer.step()
+                taken += 1
+    finally:
+        module.to("cpu")
     return taken * batch / records
 
 
@@ -330,13 +361,18 @@ def _run_opacus(
     module: Any,
     settings: DPSGDSettings,
     loader: Any,
+    tensors: tuple[tuple[Any, ...], Any],
     *,
     optimizer: Any,
     noise_multiplier: float,
     noise_generator: Any,
     progress: Callable[[str, float], None] | None,
 ) -> int:
-    """Opacus's ghost clipping or per-sample hooks: any architecture Opacus supports."""
+    """Opacus's ghost clipping or per-sample hooks: any architecture Opacus supports.
+
+    ``tensors``: (the inputs, the labels) on the training device, indexed by the checked
+    loader's Poisson draws (no per-record collation).
+    """
     torch, _ = require_torch()
     criterion = torch.nn.CrossEntropyLoss()
     wrapped = engine.make_private(
@@ -359,7 +395,7 @@ def _run_opacus(
     with warnings.catch_warnings():
         # ghost clipping's double backward on inputs that need no gradient: expected, harmless
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        taken = _steps(model, optimizer, criterion, loader, settings.steps, progress)
+        taken = _steps(model, optimizer, criterion, loader, tensors, settings.steps, progress)
     remove_hooks = getattr(model, "remove_hooks", None)
     if callable(remove_hooks):  # leave the caller's module as it was, without Opacus's hooks
         remove_hooks()
@@ -371,17 +407,22 @@ def _steps(
     optimizer: Any,
     criterion: Any,
     loader: Any,
+    tensors: tuple[tuple[Any, ...], Any],
     steps: int,
     progress: Callable[[str, float], None] | None,
 ) -> int:
     """Exactly ``steps`` optimizer steps over Poisson batches (the accounted number)."""
+    torch, _ = require_torch()
+    inputs, labels = tensors
     taken = 0
     while taken < steps:
-        for *batch_x, batch_y in loader:
+        for indices in loader.batch_sampler:
             if taken == steps:
                 break
+            rows = torch.as_tensor(indices, dtype=torch.long, device=labels.device)
+            batch_y = labels[rows]
             optimizer.zero_grad()
-            output = model(*batch_x)
+            output = model(*(x[rows] for x in inputs))
             if output.dim() == 3:  # (records, tokens, vocabulary): one loss per sequence
                 loss = criterion(output.flatten(0, 1), batch_y.flatten(), shape=output.shape)
             else:
@@ -444,7 +485,7 @@ def _run_linear_ghost(
             for indices in batches:
                 if taken == settings.steps:
                     break
-                rows = torch.as_tensor(indices, dtype=torch.long)
+                rows = torch.as_tensor(indices, dtype=torch.long, device=labels.device)
                 private.zero_grad(set_to_none=True)
                 clipping.backward(
                     features[rows], partial(cross_entropy, target=labels[rows], reduction="none")

@@ -28,6 +28,7 @@ from typing import Any
 
 from safeshare.errors import InputError
 from safeshare.train.accounting import Accounting
+from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
     DPSGDSettings,
     require_torch,
@@ -36,7 +37,7 @@ from safeshare.train.dpsgd import (
     train_shuffled,
 )
 from safeshare.train.tabular import read_model, write_model
-from safeshare.train.text import check_texts
+from safeshare.train.text import check_texts, check_user_ids
 
 BEGIN = 256  # the begin-of-text token, after the 256 byte values
 VOCABULARY = 257
@@ -256,16 +257,42 @@ def train_language_model(
     text_column: str = "text",
     rng: int | None = None,
     progress: Callable[[str, float], None] | None = None,
+    user_column: str | None = None,
+    users: Any = None,
+    max_records_per_user: int = 64,
+    device: str = "auto",
 ) -> LanguageModel:
     """Train the byte-level LM on ``texts`` under (epsilon, delta)-DP, unit = one text.
 
     ``epsilon=None`` trains without DP (a baseline for memorization studies).
     ``delta`` defaults to 1 / (10 x texts).  ``rng``: an integer seed (reproducible, the
-    card says NOT secure) or None (OS-seeded).
+    card says NOT secure) or None (OS-seeded).  ``device``: where the steps run
+    (:mod:`safeshare.train.device`); the model comes back on the CPU.
+
+    With ``users`` (one id per text; ``user_column`` names them) the privacy unit is a
+    **user**, all their texts (:mod:`safeshare.train.user_level`; a text's loss is its mean
+    token loss, as at record level): ``settings.batch_size`` is then the expected users per
+    batch, ``delta`` defaults to 1 / (10 x users) and each user keeps at most
+    ``max_records_per_user`` texts (drawn at random).  User-level training needs DP.
     """
     torch, opacus = require_torch()
+    place = resolve_device(device)
     settings = settings or LanguageModelSettings()
     texts = check_texts(texts, text_column)
+    if users is not None or user_column is not None:
+        return _train_users(
+            texts,
+            users,
+            user_column,
+            max_records_per_user,
+            epsilon=epsilon,
+            delta=delta,
+            settings=settings,
+            text_column=text_column,
+            rng=rng,
+            progress=progress,
+            device=place,
+        )
     records = len(texts)
     dp = None
     if epsilon is not None:
@@ -303,6 +330,7 @@ def train_language_model(
             generator=generator,
             seeded=seeded,
             progress=progress,
+            device=place,
         )
         privacy = {
             **run.privacy(),
@@ -324,24 +352,133 @@ def train_language_model(
             loss=lambda logits, target: torch.nn.functional.cross_entropy(
                 logits.transpose(1, 2), target, ignore_index=IGNORED
             ),
+            device=place,
         )
         privacy = {"guarantee": "none (not differentially private)", "epsilon": None}
     card = {
-        "model": {
-            "kind": KIND,
-            "vocabulary": "UTF-8 bytes (256) and a begin-of-text token: public, nothing "
-            "read from the texts",
-            "architecture": f"GPT-style, {settings.layers} pre-LayerNorm block(s), width "
-            f"{settings.width}, {settings.heads} heads, trained from scratch",
-            "context": settings.context,
-            "truncation": f"texts longer than {settings.context} bytes are cut to it",
-            "text_column": text_column,
-            "parameters": int(sum(p.numel() for p in module.parameters())),
-            "weights": "model.safetensors",
-        },
+        "model": _model_card(settings, text_column, module),
         "settings": asdict(settings),
         "privacy": privacy,
-        "training": {"records": records, "epochs": epochs, "optimizer": "adam", "seeded": seeded},
+        "training": {
+            "records": records,
+            "epochs": epochs,
+            "optimizer": "adam",
+            "seeded": seeded,
+            "device": describe_device(place),
+        },
+        "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
+    }
+    return LanguageModel(module, settings, card)
+
+
+def _model_card(settings: LanguageModelSettings, text_column: str, module: Any) -> dict[str, Any]:
+    return {
+        "kind": KIND,
+        "vocabulary": "UTF-8 bytes (256) and a begin-of-text token: public, nothing "
+        "read from the texts",
+        "architecture": f"GPT-style, {settings.layers} pre-LayerNorm block(s), width "
+        f"{settings.width}, {settings.heads} heads, trained from scratch",
+        "context": settings.context,
+        "truncation": f"texts longer than {settings.context} bytes are cut to it",
+        "text_column": text_column,
+        "parameters": int(sum(p.numel() for p in module.parameters())),
+        "weights": "model.safetensors",
+    }
+
+
+def sequence_loss(output: Any, labels: Any) -> Any:
+    """The mean cross-entropy over the tokens whose label is not -100 (0 when none is).
+
+    ``output`` (records, tokens, vocabulary), ``labels`` (records, tokens); with one record,
+    that record's loss, the one record-level DP-SGD clips (``_steps`` in train/dpsgd.py).
+    """
+    torch, _ = require_torch()
+    total = torch.nn.functional.cross_entropy(
+        output.transpose(1, 2), labels, ignore_index=IGNORED, reduction="sum"
+    )
+    return total / (labels != IGNORED).sum().clamp(min=1)
+
+
+def trim_labels(inputs: tuple[Any, ...], labels: Any) -> tuple[tuple[Any, ...], Any]:
+    """Cut the columns past the longest text (all padding: causal attention never sees them)."""
+    tokens = max(int((labels != IGNORED).sum(dim=1).max()), 1) if labels.shape[0] else 1
+    return tuple(x[:, :tokens] for x in inputs), labels[:, :tokens]
+
+
+USER_CHUNK = 64  # texts whose per-record gradients a user-level step holds at once
+
+
+def _train_users(
+    texts: list[str],
+    users: Any,
+    user_column: str | None,
+    cap: int,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    settings: LanguageModelSettings,
+    text_column: str,
+    rng: int | None,
+    progress: Callable[[str, float], None] | None,
+    device: Any,
+) -> LanguageModel:
+    """:func:`train_language_model` with a user as the privacy unit."""
+    from safeshare.train.user_level import PerRecord, run_user_dpsgd, user_privacy, user_settings
+
+    torch, opacus = require_torch()
+    column, budget = check_user_ids(users, user_column, epsilon, len(texts), "text")
+    generator, seeded = torch_generator(rng)
+    grouped, dp = user_settings(
+        users,
+        cap,
+        generator,
+        batch_size=settings.batch_size,
+        epochs=settings.epochs,
+        epsilon=budget,
+        delta=delta,
+        max_grad_norm=settings.max_grad_norm,
+        accountant=settings.accountant,
+    )
+    kept = [texts[i] for i in grouped.rows]
+    ids, labels, cut = sequences(kept, settings.context)
+    if cut:
+        warnings.warn(
+            f"{cut} of {len(kept)} texts in column {text_column!r} are longer than "
+            f"{settings.context} bytes and were cut to it; raise context to keep more",
+            UserWarning,
+            stacklevel=3,
+        )
+    module = build_network(settings, generator)
+    run = run_user_dpsgd(
+        module,
+        (ids,),
+        labels,
+        grouped.user,
+        dp,
+        make_optimizer=lambda params: torch.optim.Adam(params, lr=settings.learning_rate),
+        generator=generator,
+        seeded=seeded,
+        progress=progress,
+        per_record=PerRecord(loss=sequence_loss, trim=trim_labels, chunk=USER_CHUNK),
+        device=device,
+    )
+    privacy = {
+        **user_privacy(run, column, grouped, cap),
+        "public": "the number of users, the byte vocabulary and the network's shape",
+    }
+    card = {
+        "model": _model_card(settings, text_column, module),
+        "settings": asdict(settings),
+        "privacy": privacy,
+        "training": {
+            "records": len(texts),
+            "records_used": len(kept),
+            "users": grouped.users,
+            "epochs": run.steps_taken * dp.sampling_rate,
+            "optimizer": "adam",
+            "seeded": seeded,
+            "device": run.device,
+        },
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return LanguageModel(module, settings, card)

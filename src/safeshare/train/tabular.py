@@ -34,6 +34,7 @@ import numpy as np
 from safeshare.data import Table
 from safeshare.errors import InputError, InputFileNotFoundError, OutputExistsError, SchemaError
 from safeshare.train.accounting import Accounting
+from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
     DPSGDSettings,
     require_torch,
@@ -197,12 +198,15 @@ def train_tabular(
     user_column: str | None = None,
     users: Any = None,
     max_records_per_user: int = 64,
+    device: str = "auto",
 ) -> TabularModel:
     """Train an MLP on every column but ``target`` under (epsilon, delta)-DP, unit = one record.
 
     ``delta`` defaults to 1 / (10 x records).  ``rng=None`` draws the model's
     initialisation, the batches and the noise from an OS-seeded generator; an integer
-    seed makes the run reproducible and the card says it is not secure.
+    seed makes the run reproducible and the card says it is not secure.  ``device``:
+    ``"auto"`` (CUDA when torch sees a GPU), ``"cpu"`` or ``"cuda[:N]"``
+    (:mod:`safeshare.train.device`); the model comes back on the CPU.
 
     With ``user_column`` the privacy unit is a **user**: all records sharing that column's
     value (:mod:`safeshare.train.user_level`; the column is not a feature).  ``users``
@@ -212,6 +216,7 @@ def train_tabular(
     records (drawn at random; bounds a step's memory, not the guarantee).
     """
     torch, opacus = require_torch()
+    place = resolve_device(device)
     labels, classes = _target(table, target)
     if users is None and user_column is not None:
         if user_column not in table.columns or user_column == target:
@@ -245,6 +250,7 @@ def train_tabular(
             accountant=accountant,
             rng=rng,
             progress=progress,
+            device=place,
         )
     records = len(table)
     settings = DPSGDSettings(
@@ -272,6 +278,7 @@ def train_tabular(
         generator=generator,
         seeded=seeded,
         progress=progress,
+        device=place,
     )
     trained = getattr(module, "_module", module)
     card = {
@@ -283,6 +290,7 @@ def train_tabular(
             "optimizer": "adam",
             "learning_rate": learning_rate,
             "seeded": seeded,
+            "device": run.device,
         },
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
@@ -308,9 +316,10 @@ def _train_user_level(
     accountant: Accounting,
     rng: int | None,
     progress: Callable[[str, float], None] | None,
+    device: Any,
 ) -> TabularModel:
     """:func:`train_tabular` with a user as the privacy unit (``table``: features, target)."""
-    from safeshare.train.user_level import group_users, run_user_dpsgd, user_privacy
+    from safeshare.train.user_level import run_user_dpsgd, user_privacy, user_settings
 
     torch, opacus = require_torch()
     if clipping != "linear-ghost":  # the default; another explicit choice does not apply
@@ -319,20 +328,14 @@ def _train_user_level(
             "clipped per user (its own method): leave clipping at its default"
         )
     generator, seeded = torch_generator(rng)
-    # the cap's draw: from the run's generator, so a seed reproduces it
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    grouped = group_users(ids, cap, np.random.default_rng(seed))
-    if isinstance(batch_size, bool) or not 1 <= batch_size <= grouped.users // 2:
-        raise InputError(
-            f"batch size {batch_size!r} (expected users per batch) must lie in "
-            f"[1, {grouped.users // 2}] (half the users); try a smaller batch"
-        )
-    settings = DPSGDSettings(
-        records=grouped.users,
+    grouped, settings = user_settings(
+        ids,
+        cap,
+        generator,
         batch_size=batch_size,
         epochs=epochs,
         epsilon=epsilon,
-        delta=1.0 / (10 * grouped.users) if delta is None else delta,
+        delta=delta,
         max_grad_norm=max_grad_norm,
         accountant=accountant,
         sampling=sampling,
@@ -346,7 +349,7 @@ def _train_user_level(
     module = _mlp(inputs.shape[1], hidden, classes, generator)
     run = run_user_dpsgd(
         module,
-        inputs,
+        (inputs,),
         torch.from_numpy(kept.column(target).astype(np.int64)),
         grouped.user,
         settings,
@@ -354,6 +357,7 @@ def _train_user_level(
         generator=generator,
         seeded=seeded,
         progress=progress,
+        device=device,
     )
     card = {
         "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
@@ -366,6 +370,7 @@ def _train_user_level(
             "optimizer": "adam",
             "learning_rate": learning_rate,
             "seeded": seeded,
+            "device": run.device,
         },
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
@@ -381,6 +386,7 @@ def train_tabular_nonprivate(
     learning_rate: float = 2e-3,
     hidden: int = 64,
     rng: int | None = None,
+    device: str = "auto",
 ) -> TabularModel:
     """The same MLP trained WITHOUT DP (shuffled batches, no clipping, no noise): a baseline.
 
@@ -396,6 +402,7 @@ def train_tabular_nonprivate(
     (1.0, 'none (not differentially private)')
     """
     torch, _ = require_torch()
+    place = resolve_device(device)
     labels, classes = _target(table, target)
     features = tuple(n for n in table.columns if n != target)
     if not features:
@@ -420,6 +427,7 @@ def train_tabular_nonprivate(
         optimizer=optimizer,
         generator=generator,
         loss=torch.nn.functional.cross_entropy,
+        device=place,
     )
     card = {
         "model": _model_card(int(inputs.shape[1]), hidden, classes, features, target),
@@ -431,6 +439,7 @@ def train_tabular_nonprivate(
             "optimizer": "adam",
             "learning_rate": learning_rate,
             "seeded": seeded,
+            "device": describe_device(place),
         },
     }
     return TabularModel(module, features, target, card)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from safeshare.errors import InputError
 from safeshare.train.accounting import Accounting
+from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
     DPSGDSettings,
     require_torch,
@@ -36,7 +37,13 @@ from safeshare.train.dpsgd import (
     train_shuffled,
 )
 from safeshare.train.tabular import read_model, write_model
-from safeshare.train.text_model import empty_top_layers, lower_hidden_states, top_layers
+from safeshare.train.text_model import (
+    empty_top_layers,
+    lower_hidden_states,
+    top_layers,
+    trim_padding,
+)
+from safeshare.train.user_level import PerRecord, run_user_dpsgd, user_privacy, user_settings
 
 DEFAULT_MAX_LENGTH = 64
 TEXT_CLIPPINGS: tuple[str, ...] = ("ghost", "hooks")  # Opacus's: the layers see token sequences
@@ -216,8 +223,10 @@ def encode_for_training(
     settings: TextSettings,
     column: str,
     progress: Callable[[str, float], None] | None,
+    device: Any = None,
 ) -> tuple[Any, Any, Any, int]:
-    """The frozen encoder and every text's hidden states below the trained layers."""
+    """The frozen encoder and every text's hidden states below the trained layers (run on
+    ``device``, a ``torch.device``; None: the CPU), returned on the CPU."""
     from safeshare.obfuscate.model import load_model
 
     frozen = load_model(max_length=settings.max_length)
@@ -225,7 +234,9 @@ def encode_for_training(
     if not 1 <= settings.train_layers <= total:
         raise InputError(f"train_layers must lie in [1, {total}], got {settings.train_layers!r}")
     below = total - settings.train_layers
-    states, mask, truncated = lower_hidden_states(frozen, texts, below, progress=progress)
+    states, mask, truncated = lower_hidden_states(
+        frozen, texts, below, progress=progress, device=device
+    )
     warn_truncated(truncated, len(texts), settings.max_length, column)
     return frozen, states, mask, below
 
@@ -242,19 +253,50 @@ def train_text(
     target: str = "label",
     rng: int | None = None,
     progress: Callable[[str, float], None] | None = None,
+    user_column: str | None = None,
+    users: Any = None,
+    max_records_per_user: int = 64,
+    device: str = "auto",
 ) -> TextModel:
     """Train the classifier under (epsilon, delta)-DP, unit = one record; ``epsilon=None``: no DP.
 
     ``codes`` index ``classes`` (public labels).  ``delta`` defaults to 1 / (10 x records).
     Without DP (a baseline for measurements and audits) batches are shuffled, nothing is
-    clipped or noised, and the card says there is no guarantee.
+    clipped or noised, and the card says there is no guarantee.  ``device``: where the
+    frozen layers encode and the training steps run (:mod:`safeshare.train.device`; the
+    model comes back on the CPU).
+
+    With ``users`` (one id per text; ``user_column`` names them) the privacy unit is a
+    **user**, all their texts (:mod:`safeshare.train.user_level`): ``settings.batch_size``
+    is then the expected users per batch, ``delta`` defaults to 1 / (10 x users), each user
+    keeps at most ``max_records_per_user`` texts (drawn at random), and the per-record
+    ``settings.clipping`` does not apply (each user's summed gradient is clipped; the
+    records run :data:`USER_CHUNK` at a time).  User-level training needs DP (an epsilon).
     """
     torch, opacus = require_torch()
+    place = resolve_device(device)
     settings = settings or TextSettings()
     texts = check_texts(texts, text_column)
     labels = check_codes(codes, classes, target)
     if labels.size != len(texts):
         raise InputError(f"{len(texts)} texts but {labels.size} labels; give one label per text")
+    if users is not None or user_column is not None:
+        return _train_text_users(
+            texts,
+            labels,
+            classes,
+            users,
+            user_column,
+            max_records_per_user,
+            epsilon=epsilon,
+            delta=delta,
+            settings=settings,
+            text_column=text_column,
+            target=target,
+            rng=rng,
+            progress=progress,
+            device=place,
+        )
     records = len(texts)
     dp = None
     if epsilon is not None:  # check the settings before the (slow) encoding
@@ -269,7 +311,7 @@ def train_text(
             clipping=settings.clipping,
         )
     generator, seeded = torch_generator(rng)
-    frozen, states, mask, below = encode_for_training(texts, settings, text_column, progress)
+    frozen, states, mask, below = encode_for_training(texts, settings, text_column, progress, place)
     module = top_layers(frozen.network, settings.train_layers, len(classes), generator)
     targets = torch.from_numpy(labels)
 
@@ -291,6 +333,7 @@ def train_text(
             generator=generator,
             seeded=seeded,
             progress=progress,
+            device=place,
         )
         privacy = {
             **run.privacy(),
@@ -307,6 +350,7 @@ def train_text(
             optimizer=adam(module.parameters()),
             generator=generator,
             loss=torch.nn.functional.cross_entropy,
+            device=place,
         )
         privacy = {"guarantee": "none (not differentially private)", "epsilon": None}
     card = {
@@ -320,6 +364,113 @@ def train_text(
             "learning_rate": settings.learning_rate,
             "layer_learning_rate": settings.layer_learning_rate,
             "seeded": seeded,
+            "device": describe_device(place),
+        },
+        "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
+    }
+    return TextModel(module, frozen, below, tuple(str(c) for c in classes), card)
+
+
+def check_user_ids(
+    users: Any, user_column: str | None, epsilon: float | None, records: int, what: str
+) -> tuple[str, float]:
+    """Refuse user ids without DP, without a column name or not one per record (``what``)."""
+    if users is None or user_column is None:
+        raise InputError(
+            "user-level training needs both users (one id per record) and user_column (the "
+            "name of the column they come from)"
+        )
+    if epsilon is None:
+        raise InputError(
+            "user ids were given but epsilon is None: the user as privacy unit only means "
+            "something with DP; give an epsilon, or drop the user ids to train without DP"
+        )
+    if isinstance(users, str) or len(users) != records:
+        raise InputError(f"users must give one id per {what} ({records})")
+    return user_column, epsilon
+
+
+USER_CHUNK = 16  # texts whose per-record gradients (~1.8M floats each) a step holds at once
+
+
+def _train_text_users(
+    texts: list[str],
+    labels: np.ndarray,
+    classes: Sequence[str],
+    users: Any,
+    user_column: str | None,
+    cap: int,
+    *,
+    epsilon: float | None,
+    delta: float | None,
+    settings: TextSettings,
+    text_column: str,
+    target: str,
+    rng: int | None,
+    progress: Callable[[str, float], None] | None,
+    device: Any,
+) -> TextModel:
+    """:func:`train_text` with a user as the privacy unit."""
+    torch, opacus = require_torch()
+    column, budget = check_user_ids(users, user_column, epsilon, len(texts), "text")
+    if settings.clipping != TextSettings.clipping:  # an explicit per-record choice
+        raise InputError(
+            f"clipping {settings.clipping!r} clips per record; with user ids the gradient is "
+            "clipped per user (its own method): leave clipping at its default"
+        )
+    generator, seeded = torch_generator(rng)
+    grouped, dp = user_settings(
+        users,
+        cap,
+        generator,
+        batch_size=settings.batch_size,
+        epochs=settings.epochs,
+        epsilon=budget,
+        delta=delta,
+        max_grad_norm=settings.max_grad_norm,
+        accountant=settings.accountant,
+    )
+    kept = [texts[i] for i in grouped.rows]
+    frozen, states, mask, below = encode_for_training(kept, settings, text_column, progress, device)
+    module = top_layers(frozen.network, settings.train_layers, len(classes), generator)
+    optimizer = torch.optim.Adam(
+        [
+            {"params": module.layers.parameters(), "lr": settings.layer_learning_rate},
+            {"params": module.head.parameters(), "lr": settings.learning_rate},
+        ]
+    )
+    run = run_user_dpsgd(
+        module,
+        (states, mask),
+        torch.from_numpy(labels[grouped.rows]),
+        grouped.user,
+        dp,
+        make_optimizer=lambda _: optimizer,
+        generator=generator,
+        seeded=seeded,
+        progress=progress,
+        per_record=PerRecord(forward_kwargs={"trim": False}, trim=trim_padding, chunk=USER_CHUNK),
+        device=device,
+    )
+    privacy = {
+        **user_privacy(run, column, grouped, cap),
+        "public": "the number of users, the class labels, the base model",
+    }
+    card = {
+        "model": _model_card(frozen, settings, below, classes, text_column, target),
+        "privacy": privacy,
+        "training": {
+            "records": len(texts),
+            "records_used": len(kept),
+            "users": grouped.users,
+            "epochs": run.steps_taken * dp.sampling_rate,
+            "batch_size": settings.batch_size,
+            "batch_unit": "users",
+            "optimizer": "adam",
+            "learning_rate": settings.learning_rate,
+            "layer_learning_rate": settings.layer_learning_rate,
+            "seeded": seeded,
+            "device": run.device,
         },
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }

@@ -88,10 +88,16 @@ def _modules() -> Any:
             )
             self.head = torch.nn.Linear(width, classes)
 
-        def embed(self, hidden: Any, mask: Any) -> Any:
-            """The sentence embedding: top layers, masked mean over tokens, norm sqrt(width)."""
-            tokens = max(int(mask.sum(dim=1).max()), 1) if mask.shape[0] else 1
-            hidden, mask = hidden[:, :tokens], mask[:, :tokens]  # no all-padding columns
+        def embed(self, hidden: Any, mask: Any, trim: bool = True) -> Any:
+            """The sentence embedding: top layers, masked mean over tokens, norm sqrt(width).
+
+            ``trim`` cuts all-padding columns first (a data-dependent length, which
+            ``torch.func.vmap`` cannot trace); ``trim=False`` keeps them: masked padding
+            changes nothing, so the result is the same, only slower on padded input.
+            """
+            if trim:
+                tokens = max(int(mask.sum(dim=1).max()), 1) if mask.shape[0] else 1
+                hidden, mask = hidden[:, :tokens], mask[:, :tokens]  # no all-padding columns
             blocked = (mask == 0)[:, None, None, :]
             for layer in self.layers:
                 hidden = layer(hidden, blocked)
@@ -100,10 +106,17 @@ def _modules() -> Any:
             # unit length, times sqrt(width): coordinates of order 1 for the head
             return torch.nn.functional.normalize(pooled, dim=-1) * math.sqrt(pooled.shape[-1])
 
-        def forward(self, hidden: Any, mask: Any) -> Any:
-            return self.head(self.embed(hidden, mask))
+        def forward(self, hidden: Any, mask: Any, trim: bool = True) -> Any:
+            return self.head(self.embed(hidden, mask, trim))
 
     return TopLayers
+
+
+def trim_padding(inputs: tuple[Any, ...], targets: Any) -> tuple[tuple[Any, ...], Any]:
+    """``(states, mask)`` cut to the longest text among them (at least one token)."""
+    states, mask = inputs
+    tokens = max(int(mask.sum(dim=1).max()), 1) if mask.shape[0] else 1
+    return (states[:, :tokens], mask[:, :tokens]), targets
 
 
 def top_layers(network: Any, layers: int, classes: int, generator: Any) -> Any:
@@ -153,13 +166,15 @@ def lower_hidden_states(
     *,
     chunk: int = 64,
     progress: Callable[[str, float], None] | None = None,
+    device: Any = None,
 ) -> tuple[Any, Any, int]:
     """Hidden states after the lower ``frozen_layers`` layers, and the attention mask.
 
     ``frozen`` is a :class:`safeshare.obfuscate.model.FrozenModel`; texts longer than its
     ``max_length`` tokens are truncated.  Returns ``(records, tokens, width)`` float32
     states, zero beyond each text, the ``(records, tokens)`` mask and how many texts were
-    truncated (the caller warns).  Texts run in chunks of similar length (less padding).
+    truncated (the caller warns).  Texts run in chunks of similar length (less padding), on
+    ``device`` (a ``torch.device``; None: the CPU); the states come back on the CPU.
     """
     torch, _ = require_torch()
     with warnings.catch_warnings():  # the caller warns once, naming the column
@@ -173,16 +188,20 @@ def lower_hidden_states(
     order = np.argsort(lengths, kind="stable")
     every = network.encoder.layer
     network.encoder.layer = every[:frozen_layers]
+    place = torch.device("cpu") if device is None else device
+    network.to(place)
     try:
         with torch.no_grad():
             for start in range(0, records, chunk):
                 rows = torch.from_numpy(order[start : start + chunk])
                 width = max(int(lengths[rows.numpy()].max()), 1)
-                out = network(input_ids=ids[rows, :width], attention_mask=mask[rows, :width])
-                kept = mask[rows, :width].unsqueeze(-1).to(states.dtype)
-                states[rows, :width] = out.last_hidden_state * kept
+                cut_ids, cut_mask = ids[rows, :width], mask[rows, :width]
+                out = network(input_ids=cut_ids.to(place), attention_mask=cut_mask.to(place))
+                kept = cut_mask.unsqueeze(-1).to(states.dtype)
+                states[rows, :width] = out.last_hidden_state.cpu() * kept
                 if progress is not None:
                     progress("encoding texts (frozen layers)", (start + chunk) / records)
     finally:
         network.encoder.layer = every
+        network.to("cpu")
     return states, mask, int(batch.truncated)

@@ -6,7 +6,10 @@ privacy, which degrades with the group's size.  Here the unit is the user:
 * each step Poisson-samples *users*, each with probability ``q = B / U`` (``B`` the
   expected users per batch, ``U`` the number of users), and takes all their records;
 * a sampled user's gradient is the **sum** of the per-record gradients of their records
-  (``torch.func``: ``vmap`` of ``grad``), clipped as a whole to norm ``C``;
+  (``torch.func``: ``vmap`` of ``grad`` of a per-record loss, :class:`PerRecord`: a
+  classifier's cross-entropy, a sequence's mean token loss, ...), clipped as a whole to
+  norm ``C``; the records run in chunks (``PerRecord.chunk``) so that a step's memory is
+  chunk x parameters, not batch x parameters;
 * Gaussian noise of scale ``sigma * C`` is added to the sum over users, and the result
   divided by ``B``;
 * the accountant sees ``U`` units, rate ``q`` and the steps taken.
@@ -20,13 +23,14 @@ memory of a step.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from safeshare.errors import InputError
-from safeshare.train.accounting import calibrate_noise, dpsgd_epsilon
+from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+from safeshare.train.device import describe_device, noise_generator, resolve_device
 from safeshare.train.dpsgd import DPSGDRun, DPSGDSettings, require_torch
 
 # added to each norm before dividing, as Opacus does (see train/clipping.py)
@@ -92,42 +96,154 @@ def group_users(ids: Any, max_records_per_user: int, rng: np.random.Generator) -
     return Users(kept, codes[kept], users, len(codes) - len(kept))
 
 
+def check_user_batch(batch_size: int, users: int) -> None:
+    """Refuse an expected batch of users outside [1, users / 2] (what Poisson sampling needs)."""
+    if isinstance(batch_size, bool) or not 1 <= batch_size <= users // 2:
+        raise InputError(
+            f"batch size {batch_size!r} (expected users per batch) must lie in "
+            f"[1, {users // 2}] (half the users, {users}); try a smaller batch"
+        )
+
+
+def user_settings(
+    ids: Any,
+    cap: int,
+    generator: Any,
+    *,
+    batch_size: int,
+    epochs: float,
+    epsilon: float,
+    delta: float | None,
+    max_grad_norm: float,
+    accountant: Accounting,
+    sampling: str = "poisson",
+) -> tuple[Users, DPSGDSettings]:
+    """The users of ``ids`` (the cap's draw from the run's ``generator``: a seed reproduces
+    it) and the run's settings over them: ``batch_size`` counts users, ``delta`` defaults
+    to 1 / (10 x users).  Refuses a batch over half the users."""
+    torch, _ = require_torch()
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    grouped = group_users(ids, cap, np.random.default_rng(seed))
+    check_user_batch(batch_size, grouped.users)
+    settings = DPSGDSettings(
+        records=grouped.users,
+        batch_size=batch_size,
+        epochs=epochs,
+        epsilon=epsilon,
+        delta=1.0 / (10 * grouped.users) if delta is None else delta,
+        max_grad_norm=max_grad_norm,
+        accountant=accountant,
+        sampling=sampling,
+    )
+    return grouped, settings
+
+
+def _cross_entropy(output: Any, target: Any) -> Any:
+    """One record's cross-entropy: ``output`` (1, classes), ``target`` (1,)."""
+    torch, _ = require_torch()
+    return torch.nn.functional.cross_entropy(output, target)
+
+
+@dataclass(frozen=True)
+class PerRecord:
+    """How the model computes one record's loss under ``torch.func`` (the default: a classifier).
+
+    ``loss(output, target)``: the scalar loss of one record, its output and target each with
+    a leading dimension of 1.  ``forward_kwargs``: keyword arguments of the module's forward
+    for that per-record path (e.g. one without data-dependent Python numbers, which
+    ``vmap`` cannot trace).  ``trim(inputs, targets)``: applied to each chunk of records
+    outside ``vmap`` (e.g. cut all-padding columns); None keeps them.  ``chunk``: records
+    whose gradients are held at once, so a step's memory is about ``2 x chunk x
+    parameters`` floats whatever the number of sampled users.
+    """
+
+    loss: Callable[[Any, Any], Any] = _cross_entropy
+    forward_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    trim: Callable[[tuple[Any, ...], Any], tuple[tuple[Any, ...], Any]] | None = None
+    chunk: int = 256
+
+    def __post_init__(self) -> None:
+        if isinstance(self.chunk, bool) or not isinstance(self.chunk, int) or self.chunk < 1:
+            raise InputError(f"chunk must be a positive whole number, got {self.chunk!r}")
+
+
+CLASSIFIER = PerRecord()
+
+
+def _as_inputs(features: Any) -> tuple[Any, ...]:
+    return tuple(features) if isinstance(features, tuple | list) else (features,)
+
+
 def clipped_user_sum(
     module: Any,
-    features: Any,
-    labels: Any,
+    inputs: Any,
+    targets: Any,
     group: Any,
     groups: int,
     max_grad_norm: float,
+    per_record: PerRecord = CLASSIFIER,
 ) -> tuple[dict[str, Any], Any]:
     """The sum over ``groups`` users of each user's summed per-record gradient, clipped to C.
 
-    ``group[i]`` is record i's user in [0, groups).  Returns (parameter name -> clipped
+    ``inputs``: one tensor or a tuple of tensors (the module's positional inputs, one row
+    per record); ``group[i]`` is record i's user in [0, groups).  Records run in chunks of
+    ``per_record.chunk`` (sorted by user: a user's partial sum carries over to the next
+    chunk), so memory does not grow with the batch.  Returns (parameter name -> clipped
     sum, each user's gradient norm before clipping).  Each user's share of the sum has norm
     at most ``max_grad_norm``, whatever their number of records.
     """
     torch, _ = require_torch()
     from torch.func import functional_call, grad, vmap
 
+    xs = _as_inputs(inputs)
     params = {k: p.detach() for k, p in module.named_parameters() if p.requires_grad}
+    kwargs = dict(per_record.forward_kwargs)
 
-    def loss(p: Mapping[str, Any], x: Any, y: Any) -> Any:
-        out = functional_call(module, dict(p), (x.unsqueeze(0),))
-        return torch.nn.functional.cross_entropy(out, y.unsqueeze(0))
+    def loss(p: Mapping[str, Any], x: tuple[Any, ...], y: Any) -> Any:
+        out = functional_call(module, dict(p), tuple(v.unsqueeze(0) for v in x), kwargs)
+        return per_record.loss(out, y.unsqueeze(0))
 
-    per_record = vmap(grad(loss), in_dims=(None, 0, 0))(params, features, labels)
-    per_user = {
-        k: torch.zeros((groups, *g.shape[1:]), dtype=g.dtype).index_add_(0, group, g)
-        for k, g in per_record.items()
-    }
-    squared = torch.zeros(groups, dtype=features.dtype)
-    for g in per_user.values():
-        squared += g.flatten(1).square().sum(dim=1)
-    norms = squared.sqrt()
-    factors = (max_grad_norm / (norms + _STABILITY)).clamp(max=1.0)
-    summed = {
-        k: (g * factors.view(-1, *([1] * (g.dim() - 1)))).sum(dim=0) for k, g in per_user.items()
-    }
+    per_sample = vmap(grad(loss), in_dims=(None, 0, 0))
+    group = torch.as_tensor(group, dtype=torch.long, device=targets.device)
+    order = torch.argsort(group, stable=True)
+    first = next(iter(params.values()))
+    summed = {k: torch.zeros_like(p) for k, p in params.items()}
+    norms = torch.zeros(groups, dtype=first.dtype, device=first.device)
+    carry: dict[str, Any] | None = None  # the partial sum of a user who continues
+    records = int(order.shape[0])
+    for start in range(0, records, per_record.chunk):
+        rows = order[start : start + per_record.chunk]
+        chunk_x, chunk_y = tuple(x[rows] for x in xs), targets[rows]
+        if per_record.trim is not None:
+            chunk_x, chunk_y = per_record.trim(chunk_x, chunk_y)
+        grads = per_sample(params, chunk_x, chunk_y)
+        owners = group[rows]
+        low = int(owners[0])
+        local = owners - low  # sorted: the chunk holds users low .. low + k - 1
+        k = int(local[-1]) + 1
+        per_user = {
+            name: torch.zeros((k, *g.shape[1:]), dtype=g.dtype, device=g.device).index_add_(
+                0, local, g
+            )
+            for name, g in grads.items()
+        }
+        if carry is not None:
+            for name, g in per_user.items():
+                g[0] += carry[name]
+        end = start + per_record.chunk
+        continues = end < records and int(group[order[end]]) == low + k - 1
+        done = k - 1 if continues else k
+        carry = {name: g[k - 1].clone() for name, g in per_user.items()} if continues else None
+        if done:
+            squared = torch.zeros(done, dtype=norms.dtype, device=norms.device)
+            for g in per_user.values():
+                squared += g[:done].flatten(1).square().sum(dim=1)
+            user_norms = squared.sqrt()
+            norms[low : low + done] = user_norms
+            factors = (max_grad_norm / (user_norms + _STABILITY)).clamp(max=1.0)
+            for name, g in per_user.items():
+                shape = (-1, *([1] * (g.dim() - 1)))
+                summed[name] += (g[:done] * factors.view(shape)).sum(dim=0)
     return summed, norms
 
 
@@ -142,12 +258,59 @@ def run_user_dpsgd(
     generator: Any,
     seeded: bool,
     progress: Callable[[str, float], None] | None = None,
+    per_record: PerRecord = CLASSIFIER,
+    device: Any = "auto",
 ) -> DPSGDRun:
     """Train ``module`` in place with DP-SGD at user level (see the module's docstring).
 
-    ``user`` numbers each record's user in [0, settings.records): ``settings.records`` is
-    the number of users and ``settings.batch_size`` the expected users per batch.
+    ``features``: one tensor or a tuple of them (the module's inputs, one row per record);
+    ``labels``: the targets ``per_record.loss`` takes.  ``user`` numbers each record's user
+    in [0, settings.records): ``settings.records`` is the number of users and
+    ``settings.batch_size`` the expected users per batch.  The steps run on ``device``
+    (users are sampled on the CPU from ``generator``, the noise drawn on the device); the
+    module is handed back on the CPU.
     """
+    torch, _ = require_torch()
+    place = resolve_device(device) if device is None or isinstance(device, str) else device
+    module.to(place)
+    try:
+        taken = _user_steps(
+            module,
+            tuple(x.to(place) for x in _as_inputs(features)),
+            labels.to(place),
+            torch.from_numpy(np.asarray(user, dtype=np.int64)).to(place),
+            settings,
+            make_optimizer=make_optimizer,
+            generator=generator,
+            noise=noise_generator(place, generator),
+            progress=progress,
+            per_record=per_record,
+        )
+    finally:
+        module.to("cpu")
+    source = (
+        "torch.Generator from the caller's seed: reproducible, NOT secure"
+        if seeded
+        else "torch.Generator seeded from the OS's CSPRNG (secrets); the stream itself is not "
+        "cryptographically secure"
+    )
+    return DPSGDRun(settings, *taken, source, False, describe_device(place))
+
+
+def _user_steps(
+    module: Any,
+    inputs: tuple[Any, ...],
+    labels: Any,
+    owner: Any,
+    settings: DPSGDSettings,
+    *,
+    make_optimizer: Callable[[Any], Any],
+    generator: Any,
+    noise: Any,
+    progress: Callable[[str, float], None] | None,
+    per_record: PerRecord,
+) -> tuple[float, float, int]:
+    """The steps of :func:`run_user_dpsgd` on the module's device: (sigma, epsilon, steps)."""
     torch, _ = require_torch()
     users = settings.records
     q, steps = settings.sampling_rate, settings.steps
@@ -155,37 +318,42 @@ def run_user_dpsgd(
         settings.epsilon, settings.delta, q, steps, accountant=settings.accountant
     )
     spent = dpsgd_epsilon(sigma, q, steps, settings.delta, accountant=settings.accountant)
-    owner = torch.from_numpy(np.asarray(user, dtype=np.int64))
     clip = settings.max_grad_norm
     optimizer = make_optimizer(list(module.parameters()))
     named = [(k, p) for k, p in module.named_parameters() if p.requires_grad]
     module.train()
     for taken in range(1, steps + 1):
-        chosen = torch.rand(users, generator=generator) < q  # Poisson sampling of users
+        # Poisson sampling of users, on the CPU from the run's generator
+        chosen = (torch.rand(users, generator=generator) < q).to(owner.device)
         position = torch.cumsum(chosen.long(), 0) - 1  # a chosen user's place in the batch
         rows = chosen[owner].nonzero().squeeze(1)
         sampled = int(chosen.sum())
         if sampled:
             summed, _ = clipped_user_sum(
-                module, features[rows], labels[rows], position[owner[rows]], sampled, clip
+                module,
+                tuple(x[rows] for x in inputs),
+                labels[rows],
+                position[owner[rows]],
+                sampled,
+                clip,
+                per_record,
             )
         for name, parameter in named:
-            noise = torch.normal(
-                0.0, sigma * clip, size=parameter.shape, generator=generator, dtype=parameter.dtype
+            drawn = torch.normal(
+                0.0,
+                sigma * clip,
+                size=parameter.shape,
+                generator=noise,
+                dtype=parameter.dtype,
+                device=parameter.device,
             )
-            total = summed[name] + noise if sampled else noise
+            total = summed[name] + drawn if sampled else drawn
             parameter.grad = total / settings.batch_size  # the expected users per batch
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         if progress is not None and taken % 20 == 0:
             progress("DP-SGD steps", taken / steps)
-    source = (
-        "torch.Generator from the caller's seed: reproducible, NOT secure"
-        if seeded
-        else "torch.Generator seeded from the OS's CSPRNG (secrets); the stream itself is not "
-        "cryptographically secure"
-    )
-    return DPSGDRun(settings, sigma, spent, steps, source, False)
+    return sigma, spent, steps
 
 
 def user_privacy(run: DPSGDRun, column: str, users: Users, cap: int) -> dict[str, Any]:
