@@ -77,7 +77,9 @@ def test_a_cuda_run_trains_reproducibly_and_hands_the_model_back_on_the_cpu(clip
     assert first.card["training"]["device"].startswith("cuda:0 (")
     assert all(p.device.type == "cpu" for p in first.module.parameters())
     for a, b in zip(first.module.parameters(), again.module.parameters(), strict=True):
-        assert torch.equal(a, b)  # the CUDA noise generator is seeded from the run's seed
+        # the same batches and noise (the CUDA generator is seeded from the run's seed); some
+        # CUDA kernels sum in a varying order, so equal up to float rounding
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
     assert first.accuracy(table) > 0.9
     assert first.card["privacy"]["epsilon"] <= 4.0
 

@@ -8,7 +8,8 @@ there; models are handed back on the CPU (prediction, saving and audits run ther
 The Poisson sampler draws on the CPU from the run's generator, so a seed selects the same
 batches on every device.  The Gaussian noise is drawn where the gradients live: on CUDA
 from a CUDA generator seeded by one draw of the run's generator.  A seeded run is
-reproducible on one device; CPU and GPU runs of one seed differ in floating point.
+reproducible bit for bit on the CPU, and on a GPU up to the rounding of kernels that sum
+in a varying order; CPU and GPU runs of one seed differ in floating point.
 
 >>> import torch
 >>> resolve_device("cpu")

@@ -4,7 +4,8 @@ The lower layers of the public encoder stay frozen and run once over every text
 (:mod:`safeshare.train.text_model`); DP-SGD (:mod:`safeshare.train.dpsgd`: Poisson
 sampling at the accounted rate, per-record clipping by Opacus, noise calibrated so the
 card's epsilon is exact) trains the top ``train_layers`` layers and a linear head on the
-pooled sentence embedding.  The privacy unit is one record (one text with its label).
+pooled sentence embedding.  The privacy unit is one record (one text with its label), or
+with user ids a user, all their texts (:mod:`safeshare.train.user_level`).
 Texts longer than ``max_length`` tokens are truncated, with a warning that says how many.
 ``model.save`` writes the trained weights (``model.safetensors``: trained layers and head
 only, no pickle) and ``card.json``; the frozen part is the public model, named on the card
