@@ -8,8 +8,9 @@ begin-of-text token; nothing about it is read from the texts.  The network is GP
 computes each record's gradient norm.  The privacy unit is one text (a record): each
 text is one padded sequence of at most ``context`` bytes (longer texts are cut, with a
 warning), Poisson sampling draws records, and each sequence's whole gradient is
-clipped; or, with user ids, a user: all their texts (:mod:`safeshare.train.user_level`).  ``epsilon=None`` trains WITHOUT DP (shuffled batches, no clipping, no noise):
-the baseline that is free to memorize.  torch is imported lazily.
+clipped; or, with user ids, a user: all their texts (:mod:`safeshare.train.user_level`).
+``epsilon=None`` trains WITHOUT DP (shuffled batches, no clipping, no noise): the baseline
+that is free to memorize.  torch is imported lazily.
 
 >>> encode_bytes("hé")
 [104, 195, 169]
