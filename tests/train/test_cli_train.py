@@ -181,7 +181,8 @@ def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
     frame.to_csv(path, index=False)
     out = tmp_path / "model"
     result = train(str(path), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
-                   "--out", str(out), "--seed", "0", "--user-column", "household")  # fmt: skip
+                   "--out", str(out), "--seed", "0", "--user-column", "household",
+                   "--accountant", "rdp")  # fmt: skip
     assert result.exit_code == 0, result.output
     text = (out / "card.json").read_text()
     card = json.loads(text)
@@ -192,8 +193,26 @@ def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
     assert "for every user" in card["guarantee"] and "the number of users" in card["public"]
     assert any("number of users" in line for line in card["not_dp"])
     assert "household" not in card["model"]["feature_columns"] and "Zanzibar" not in text
-    with pytest.raises(InputError, match="user-level model"):
-        _settings(out)
+    assert _settings(out)["user_column"] == "household"
+    # the audit replays user-level training with canary users (copies of one canary record)
+    from safeshare.cli.audit import audit_command
+
+    audit_app = typer.Typer()
+    audit_app.command("audit")(audit_command)
+    audit_app.command("unused")(lambda: None)
+    args = ["audit", str(out), "--data", str(path), "--schema", str(schema), "--canaries", "200",
+            "--copies", "4", "--seed", "0"]  # fmt: skip
+    result = CliRunner().invoke(audit_app, [*args, "--out", str(tmp_path / "audit")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "audit" / "audit.json").read_text())
+    assert report["canary_unit"] == "user (4 copies of one canary record)"
+    assert report["settings"]["user_column"] == "household" and "canary users" in report["audited"]
+    assert report["one_run"]["epsilon_lower_bound"] <= report["claimed_epsilon"] <= 1.0
+    assert "200 canary users, each 4 copies" in result.output and "Zanzibar" not in result.output
+    refused = CliRunner().invoke(
+        audit_app, [*args, "--attack", "lira", "--out", str(tmp_path / "l")]
+    )
+    assert isinstance(refused.exception, InputError) and "canary users" in str(refused.exception)
     # without a schema, DP discovery (record-level) would set the domains: refused up front
     with pytest.raises(InputError, match="every domain must come from the schema"):
         train(str(path), "--target", "religious", "--epsilon", "1", "--out",

@@ -7,11 +7,13 @@ losses are into an empirical epsilon lower bound (one-run audit), a membership a
 and exposures.  ``--attack lira`` trains a target model and ``--shadows`` shadow models
 at the same settings on random halves of the data and runs LiRA (Carlini et al. 2022)
 on every record: AUC and TPR at low FPR.  Both audit the *procedure*, not the saved
-weights.  A language model (``safeshare train --language-model``) takes ``--attack
-extraction`` (prefix -> suffix extraction and a loss attack on its saved weights, training
-texts against the texts held out at training) or ``--attack canaries`` (re-training at the
-card's settings on its training texts plus digit canaries, scored by log-likelihood); LiRA
-is for the classifiers.  The output is for the data owner: it reads the data without DP.
+weights.  A user-level classifier (``--user-column``) is audited with canary *users*, each
+holding ``--copies`` copies of one random-label record.  A language model (``safeshare
+train --language-model``) takes ``--attack extraction`` (prefix -> suffix extraction and
+a loss attack on its saved weights, training texts against the texts held out at training)
+or ``--attack canaries`` (re-training at the card's settings on its training texts plus
+digit canaries, scored by log-likelihood); LiRA is for the classifiers.  The output is for
+the data owner: it reads the data without DP.
 """
 
 from __future__ import annotations
@@ -61,19 +63,22 @@ def _settings(model: Path) -> dict[str, Any]:
             f"{str(path)!r} is not the card of a DP model from `safeshare train`: it lacks "
             "privacy.epsilon_budget or model.layers"
         )
+    user_level: dict[str, Any] = {}
     if str(privacy.get("privacy_unit", "record")).startswith("user"):
-        raise InputError(
-            f"{str(path)!r} is a user-level model (--user-column); the audits replay "
-            "record-level training and do not apply to it"
-        )
+        user_level = {
+            "user_column": str(privacy["user_column"]),
+            "max_records_per_user": int(privacy["max_records_per_user"]),
+        }
     return {
+        **user_level,
         "target": card["model"]["target"],
         "epsilon": float(privacy["epsilon_budget"]),
         "delta": float(privacy["delta"]),
         "epochs": float(training["epochs"]),
         "batch_size": int(privacy["expected_batch_size"]),
         "max_grad_norm": float(privacy["clipping_norm"]),
-        "clipping": _clipping(str(privacy["clipping"])),
+        # a user-level run clips per user, by its own method (train_tabular's default)
+        "clipping": "linear-ghost" if user_level else _clipping(str(privacy["clipping"])),
         "accountant": _accountant(str(privacy["accountant"])),
         "learning_rate": float(training["learning_rate"]),
         "hidden": int(layers[1]),
@@ -104,6 +109,11 @@ def audit_command(
         "(language models: prefix -> suffix on the saved weights).",
     ),
     canaries: int = typer.Option(1000, "--canaries", help="Canaries (about half inserted)."),
+    copies: int = typer.Option(
+        8,
+        "--copies",
+        help="User-level classifier: records of each canary user (copies of one canary record).",
+    ),
     digits: int = typer.Option(
         6, "--digits", help="Language model: random digits in each canary ('my number is ...')."
     ),
@@ -131,8 +141,8 @@ def audit_command(
     from safeshare.dp.randomness import Randomness
     from safeshare.errors import InputError
     from safeshare.release.output import check_output
-    from safeshare.release.training import prepare_table, read_table
-    from safeshare.train.canaries import audit_training
+    from safeshare.release.training import prepare_table, read_table, split_users
+    from safeshare.train.canaries import audit_training, audit_user_training
     from safeshare.train.tabular import train_tabular
 
     if attack not in ("canaries", "lira", "extraction"):
@@ -177,10 +187,20 @@ def audit_command(
     kind = "random-label" if kind is None else kind
     settings = _settings(model)
     target = settings.pop("target")
+    user_column = settings.get("user_column")
+    if user_column is not None and (attack == "lira" or kind != "random-label"):
+        raise InputError(
+            f"{str(model)!r} is a user-level model (--user-column {user_column}); it is audited "
+            "with canary users (--attack canaries, random-label records, --copies each): LiRA "
+            "and out-of-distribution canaries attack single records"
+        )
     with progress_bar(quiet or as_json) as progress:
         progress("reading", 0.0)
+        source, ids = read_table(data, target, schema), None
+        if user_column is not None:
+            source, ids = split_users(source, user_column, target, unsafe_infer=True)
         prepared = prepare_table(
-            read_table(data, target, schema),
+            source,
             target,
             settings["epsilon"],
             settings["delta"],
@@ -189,13 +209,26 @@ def audit_command(
         )
         rng = Randomness(seed).generator()
 
-        def procedure(table: Any) -> Any:
+        def procedure(table: Any, users: Any = None) -> Any:
             train_seed = None if seed is None else int(rng.integers(2**62))
-            return train_tabular(table, target, rng=train_seed, progress=progress, **settings)
+            return train_tabular(
+                table, target, rng=train_seed, progress=progress, users=users, **settings
+            )
 
         generator = rng if seed is not None else np.random.default_rng()
         result: Any
-        if attack == "lira":
+        if user_column is not None:
+            result = audit_user_training(
+                prepared.table,
+                target,
+                ids,
+                procedure,
+                canaries=canaries,
+                copies=copies,
+                significance=significance,
+                rng=generator,
+            )
+        elif attack == "lira":
             from safeshare.train.lira import lira_audit
 
             result = lira_audit(
@@ -220,7 +253,8 @@ def audit_command(
     report = {
         "audited": (
             "the DP-SGD training procedure at the model's settings (one run on the data plus "
-            "canaries), not the saved weights"
+            + ("canary users" if user_column is not None else "canaries")
+            + "), not the saved weights"
             if attack == "canaries"
             else f"the DP-SGD training procedure at the model's settings (a target and {shadows} "
             "shadow models, each on a random half of the data), not the saved weights"

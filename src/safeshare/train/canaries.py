@@ -138,6 +138,7 @@ class CanaryAudit:
     exposure: np.ndarray
     kind: str
     claimed_epsilon: float | None
+    copies: int | None = None  # canary users (user-level audits): records per canary user
 
     @property
     def max_exposure(self) -> float:
@@ -150,9 +151,15 @@ class CanaryAudit:
         claim = against_claim(
             bound, self.claimed_epsilon, unclaimed="the model claims no DP guarantee"
         )
+        canaries = f"{self.audit.canaries} {self.kind} canaries"
+        if self.copies is not None:
+            canaries = (
+                f"{self.audit.canaries} canary users, each {self.copies} copies of a "
+                f"{self.kind} record"
+            )
         return [
             f"empirical epsilon >= {bound:.3g} at {1 - self.audit.significance:.0%} confidence "
-            f"({self.audit.canaries} {self.kind} canaries): {claim}",
+            f"({canaries}): {claim}",
             f"loss-threshold attack on the canaries: AUC {self.membership.auc:.3f}",
             *self.membership.readings(),
             f"exposure of inserted canaries: median {np.median(self.exposure):.2f} bits, max "
@@ -165,6 +172,9 @@ class CanaryAudit:
         return {
             "audits": "the training procedure at these settings, one run with canaries",
             "canary_kind": self.kind,
+            "canary_unit": "record"
+            if self.copies is None
+            else f"user ({self.copies} copies of one canary record)",
             "claimed_epsilon": self.claimed_epsilon,
             "one_run": self.audit.describe(),
             "membership": self.membership.describe(),
@@ -217,6 +227,72 @@ def audit_training(
     if made.included.sum() == 0 or made.included.all():
         raise InputError("every canary fell on one side; use more canaries (at least 20)")
     model = train(with_inserted(base, made))
+    return _score(model, made, significance, delta)
+
+
+def audit_user_training(
+    table: Table,
+    target: str,
+    users: Any,
+    train: Callable[[Table, np.ndarray], TabularModel],
+    *,
+    canaries: int = 1000,
+    copies: int = 8,
+    significance: float = 0.05,
+    delta: float | None = None,
+    rng: np.random.Generator,
+) -> CanaryAudit:
+    """Audit a user-level procedure ``train(table, user_codes)`` with canary *users*.
+
+    ``users`` gives each row's user id.  A canary user holds ``copies`` copies of one
+    random-label canary record (as hard as one user can push a label); each canary user
+    joins the data with probability 1/2, as a new user beside the table's (the procedure
+    gets user codes: the table's users 0..U-1, then the canary users).  Each is scored by
+    the model's loss on its record.  Under user-level DP the bound stays below the claim
+    however many copies a user holds; record-level DP protects each copy, and a user only
+    by group privacy (up to ``copies`` x epsilon).
+    """
+    import pandas as pd
+
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+        raise InputError(f"copies must be a whole number >= 1, got {copies!r}")
+    ids = pd.Series(np.asarray(users, dtype=object))
+    if len(ids) != len(table):
+        raise InputError(f"users must give one id per row ({len(table)}), got {len(ids)}")
+    codes, uniques = pd.factorize(ids)
+    if (codes < 0).any():
+        raise InputError(
+            "the user column has missing values: every record needs its user; fill them or "
+            "drop those records"
+        )
+    candidates = typical_rows(table, target, 2 * canaries, rng)
+    made, base = make_canaries(
+        table, target, canaries, kind="random-label", candidates=candidates, rng=rng
+    )
+    if made.included.sum() == 0 or made.included.all():
+        raise InputError("every canary fell on one side; use more canaries (at least 20)")
+    kept = np.ones(len(table), dtype=bool)
+    kept[made.source_rows] = False  # make_canaries took these records out of the base
+    joining = np.flatnonzero(made.included)
+    copied = made.table.take(np.repeat(joining, copies))
+    data = Table(
+        {n: np.concatenate([base.column(n), copied.column(n)]) for n in base.columns},
+        base.domain,
+    )
+    owners = np.concatenate(
+        [codes[kept], len(uniques) + np.repeat(np.arange(joining.size), copies)]
+    ).astype(np.int64)
+    return _score(train(data, owners), made, significance, delta, copies)
+
+
+def _score(
+    model: TabularModel,
+    made: Canaries,
+    significance: float,
+    delta: float | None,
+    copies: int | None = None,
+) -> CanaryAudit:
+    """Score every canary by ``model``'s loss on it: the one-run bound, the attack, exposure."""
     losses = model.losses(made.table)
     inside, outside = losses[made.included], losses[~made.included]
     privacy = model.card.get("privacy", {})
@@ -230,6 +306,7 @@ def audit_training(
             inside, outside, fprs=tuple(f for f in LOW_FPRS if f * outside.size >= 1)
         ),
         exposure=exposure(inside, outside),
-        kind=kind,
+        kind=made.kind,
         claimed_epsilon=None if claimed is None else float(claimed),
+        copies=copies,
     )

@@ -33,12 +33,15 @@ def _torch() -> Any:
     return require_torch()[0]
 
 
-def resolve_device(device: str | None = "auto") -> Any:
-    """The ``torch.device`` that ``device`` names (None means ``"auto"``).
+def resolve_device(device: Any = "auto") -> Any:
+    """The ``torch.device`` that ``device`` names (None means ``"auto"``; a ``torch.device``
+    is returned as it is).
 
     Refuses an unknown name, and CUDA where torch has none, saying what torch sees.
     """
     torch = _torch()
+    if isinstance(device, torch.device):
+        return device
     name = "auto" if device is None else str(device).strip().lower()
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -196,7 +196,7 @@ def run_dpsgd(
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
-    target = resolve_device(device) if device is None or isinstance(device, str) else device
+    target = resolve_device(device)
     inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
     if labels.dim() == 2 and settings.clipping != "ghost":
         raise InputError(
@@ -329,7 +329,7 @@ def train_shuffled(
     is handed back on the CPU.  Returns the epochs run.
     """
     torch, _ = require_torch()
-    target = resolve_device(device) if device is None or isinstance(device, str) else device
+    target = resolve_device(device)
     inputs = tuple(
         x.to(target) for x in (features if isinstance(features, tuple | list) else (features,))
     )

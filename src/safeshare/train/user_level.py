@@ -271,7 +271,7 @@ def run_user_dpsgd(
     module is handed back on the CPU.
     """
     torch, _ = require_torch()
-    place = resolve_device(device) if device is None or isinstance(device, str) else device
+    place = resolve_device(device)
     module.to(place)
     try:
         taken = _user_steps(
@@ -362,6 +362,7 @@ def user_privacy(run: DPSGDRun, column: str, users: Users, cap: int) -> dict[str
     privacy.update(
         {
             "privacy_unit": f"user (column {column})",
+            "user_column": column,
             "users": users.users,
             "sampling": "poisson (users)",
             "expected_batch_size": run.settings.batch_size,
