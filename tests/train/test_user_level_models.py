@@ -310,10 +310,19 @@ def test_cli_user_level_language_model_holds_out_whole_users(users_csv, tmp_path
     assert len(held) == 12 and not held & trained  # every text of a held-out user, none other
     written = (out / "card.json").read_text() + (out / "holdout.json").read_text()
     assert "Zanzibar" not in written + result.output
-    for attack in ("extraction", "canaries"):
-        with pytest.raises(InputError, match="user-level model"):
-            cli("audit", str(out), "--attack", attack, "--data", str(users_csv), "--out",
-                str(tmp_path / attack))  # fmt: skip
+    # the saved weights: the training users' texts against the held-out users'
+    cli("audit", str(out), "--attack", "extraction", "--data", str(users_csv), "--out",
+        str(tmp_path / "extraction"))  # fmt: skip
+    report = json.loads((tmp_path / "extraction" / "audit.json").read_text())
+    assert report["training_texts"] == 192 and report["held_out_texts"] == 48
+    # the procedure: user-level training again, with canary users of 3 copies each
+    result = cli("audit", str(out), "--attack", "canaries", "--data", str(users_csv), "--out",
+                 str(tmp_path / "canaries"), "--canaries", "40", "--copies", "3", "--seed", "0")  # fmt: skip
+    report = json.loads((tmp_path / "canaries" / "audit.json").read_text())
+    assert report["canary_unit"] == "user (3 copies of one canary text)"
+    assert "digit canary users" in report["audited"] and "40 canary users" in result.output
+    assert report["one_run"]["epsilon_lower_bound"] <= report["claimed_epsilon"] <= 4.0
+    assert "Zanzibar" not in result.output + (tmp_path / "canaries" / "audit.json").read_text()
 
 
 def test_cli_user_level_text_classifier(users_csv, tmp_path, _isolated_ledger) -> None:

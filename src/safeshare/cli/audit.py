@@ -85,19 +85,6 @@ def _settings(model: Path) -> dict[str, Any]:
     }
 
 
-def _refuse_user_level(model: Path) -> None:
-    """A user-level language model: the audits (canaries replay record-level training;
-    extraction compares held-out texts) do not apply to it yet."""
-    from safeshare.errors import InputError
-
-    card = json.loads((model / "card.json").read_text(encoding="utf-8"))
-    if str(card.get("privacy", {}).get("privacy_unit", "record")).startswith("user"):
-        raise InputError(
-            f"{str(model)!r} is a user-level model (--user-column); the audits replay "
-            "record-level training and do not apply to it"
-        )
-
-
 def audit_command(
     model: Path = typer.Argument(..., help="A model directory written by `safeshare train`."),
     data: Path = typer.Option(..., "--data", help="The training data (CSV/TSV or Parquet)."),
@@ -151,7 +138,6 @@ def audit_command(
     from safeshare.release.language_model import is_language_model
 
     if is_language_model(model):
-        _refuse_user_level(model)
         if attack == "lira":
             raise InputError(
                 f"{str(model)!r} is a language model; LiRA audits the classifiers of "
@@ -170,6 +156,7 @@ def audit_command(
             schema=schema,
             canaries=canaries,
             digits=digits,
+            copies=copies,
             prefix=prefix,
             suffix=suffix,
             significance=significance,
@@ -300,6 +287,7 @@ def _audit_language_model(
     schema: Path | None,
     canaries: int,
     digits: int,
+    copies: int,
     prefix: int,
     suffix: int,
     significance: float,
@@ -364,10 +352,14 @@ def _audit_language_model(
                 text_column=texts.text_column,
                 rng=rng,
                 progress=progress,
+                users=texts.member_users,
+                copies=copies,
+                max_records_per_user=int(privacy.get("max_records_per_user", 64)),
             )
+            canaries_of = "digit canaries" if texts.member_users is None else "digit canary users"
             audited = (
                 "the DP-SGD training procedure at the model's settings (one run on its training "
-                "texts plus digit canaries), not the saved weights"
+                f"texts plus {canaries_of}), not the saved weights"
             )
             report = {
                 "audited": audited,

@@ -326,6 +326,7 @@ class AuditTexts:
     card: dict[str, Any]
     settings: LanguageModelSettings
     text_column: str
+    member_users: Any = None  # the training texts' user ids, for a user-level model
 
 
 def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) -> AuditTexts:
@@ -343,7 +344,8 @@ def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) 
     card = json.loads(card_path.read_text(encoding="utf-8"))
     holdout = json.loads(holdout_path.read_text(encoding="utf-8"))
     column = str(holdout["text_column"])
-    source = read_texts(data, column, schema_path)
+    user_column = card.get("privacy", {}).get("user_column")
+    source = read_texts(data, column, schema_path, user_column)
     if source.fingerprint != holdout["input_sha256"] or len(source.texts) != holdout["rows_total"]:
         raise InputError(
             f"--data {source.name!r} is not the file this model was trained on (its SHA-256 "
@@ -358,4 +360,5 @@ def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) 
         card,
         settings,
         column,
+        None if source.users is None else source.users[~out],
     )

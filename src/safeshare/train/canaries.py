@@ -252,19 +252,11 @@ def audit_user_training(
     however many copies a user holds; record-level DP protects each copy, and a user only
     by group privacy (up to ``copies`` x epsilon).
     """
-    import pandas as pd
+    from safeshare.train.user_level import user_codes, with_canary_users
 
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
         raise InputError(f"copies must be a whole number >= 1, got {copies!r}")
-    ids = pd.Series(np.asarray(users, dtype=object))
-    if len(ids) != len(table):
-        raise InputError(f"users must give one id per row ({len(table)}), got {len(ids)}")
-    codes, uniques = pd.factorize(ids)
-    if (codes < 0).any():
-        raise InputError(
-            "the user column has missing values: every record needs its user; fill them or "
-            "drop those records"
-        )
+    codes, count = user_codes(users, len(table))
     candidates = typical_rows(table, target, 2 * canaries, rng)
     made, base = make_canaries(
         table, target, canaries, kind="random-label", candidates=candidates, rng=rng
@@ -279,9 +271,7 @@ def audit_user_training(
         {n: np.concatenate([base.column(n), copied.column(n)]) for n in base.columns},
         base.domain,
     )
-    owners = np.concatenate(
-        [codes[kept], len(uniques) + np.repeat(np.arange(joining.size), copies)]
-    ).astype(np.int64)
+    owners = with_canary_users(codes[kept], count, joining.size, copies)
     return _score(train(data, owners), made, significance, delta, copies)
 
 

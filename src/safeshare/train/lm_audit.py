@@ -43,6 +43,7 @@ from safeshare.train.language_model import (
 )
 from safeshare.train.membership import LOW_FPRS, MembershipAttack, loss_threshold_attack
 from safeshare.train.text import check_texts
+from safeshare.train.user_level import user_codes, with_canary_users
 
 
 def _resolvable(nonmembers: int) -> tuple[float, ...]:
@@ -105,6 +106,7 @@ class LanguageModelAudit:
     inserted: int
     digits: int
     training_texts: int
+    copies: int | None = None  # canary users (user-level audits): texts per canary user
 
     def readings(self) -> list[str]:
         """Plain sentences: the bound against the claim and the cap, the attack, the exposure."""
@@ -112,10 +114,15 @@ class LanguageModelAudit:
         claim = against_claim(
             bound, self.claimed_epsilon, unclaimed="the procedure claims no DP guarantee"
         )
+        canaries = f"{self.audit.canaries} digit canaries, {self.inserted} inserted"
+        if self.copies is not None:
+            canaries = (
+                f"{self.audit.canaries} canary users, each {self.copies} copies of a digit "
+                f"canary, {self.inserted} inserted"
+            )
         return [
             f"empirical epsilon >= {bound:.3g} at {1 - self.audit.significance:.0%} confidence "
-            f"({self.audit.canaries} digit canaries, {self.inserted} inserted; perfect guesses "
-            f"would show {self.cap:.3g}): {claim}",
+            f"({canaries}; perfect guesses would show {self.cap:.3g}): {claim}",
             f"loss-threshold attack on the canaries (log-likelihood): AUC "
             f"{self.membership.auc:.3f}",
             *self.membership.readings(),
@@ -129,6 +136,9 @@ class LanguageModelAudit:
         return {
             "audits": "the training procedure at these settings, one run with digit canaries",
             "canary_kind": f"digit canaries ({self.digits} random digits in a fixed template)",
+            "canary_unit": "text (record)"
+            if self.copies is None
+            else f"user ({self.copies} copies of one canary text)",
             "score": "log-likelihood of the canary text (higher = more likely trained on)",
             "training_texts": self.training_texts,
             "claimed_epsilon": self.claimed_epsilon,
@@ -161,20 +171,33 @@ def audit_language_model(
     text_column: str = "text",
     rng: np.random.Generator,
     progress: Callable[[str, float], None] | None = None,
+    users: Any = None,
+    copies: int = 8,
+    max_records_per_user: int = 64,
 ) -> LanguageModelAudit:
     """Audit :func:`train_language_model` at ``target_epsilon`` (None: without DP) and
     ``settings`` with ``canaries`` digit canaries, each inserted with probability 1/2.
 
     ``delta`` is the claim's delta and the training's (default 1 / (10 x records), as
     training uses; a non-private run is audited at the same delta).  ``rng`` draws the
-    canaries, the coins and the training's seed.
+    canaries, the coins and the training's seed.  With ``users`` (one id per text) the
+    procedure is user-level training (``max_records_per_user``) and each canary is a
+    canary *user* holding ``copies`` copies of its text, a new user beside the texts'.
     """
     texts = check_texts(texts, text_column)
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+        raise InputError(f"copies must be a whole number >= 1, got {copies!r}")
+    coded = None if users is None else user_codes(users, len(texts))
     drawn = draw_digit_canaries(canaries, digits=digits, template=template, rng=rng)
     inserted = int(drawn.inserted.sum())
     if inserted in (0, canaries):
         raise InputError("every canary fell on one side; use more canaries (at least 20)")
-    data = texts + drawn.training_texts()
+    owners = None
+    if coded is None:
+        data = texts + drawn.training_texts()
+    else:
+        data = texts + drawn.training_texts(copies)
+        owners = with_canary_users(*coded, inserted, copies)
     delta = 1.0 / (10 * len(data)) if delta is None else delta
     model = train_language_model(
         data,
@@ -184,6 +207,9 @@ def audit_language_model(
         text_column=text_column,
         rng=int(rng.integers(2**62)),
         progress=progress,
+        user_column=None if owners is None else "user",
+        users=owners,
+        max_records_per_user=max_records_per_user,
     )
     if progress is not None:
         progress("scoring canaries", 1.0)
@@ -201,4 +227,5 @@ def audit_language_model(
         inserted=inserted,
         digits=digits,
         training_texts=len(texts),
+        copies=None if users is None else copies,
     )

@@ -105,6 +105,29 @@ def check_user_batch(batch_size: int, users: int) -> None:
         )
 
 
+def user_codes(users: Any, records: int) -> tuple[np.ndarray, int]:
+    """Each record's user as a code in [0, U), and U; refuses missing ids or a count other
+    than ``records`` (naming no id)."""
+    import pandas as pd
+
+    ids = pd.Series(np.asarray(users, dtype=object))
+    if len(ids) != records:
+        raise InputError(f"users must give one id per record ({records}), got {len(ids)}")
+    codes, uniques = pd.factorize(ids)
+    if (codes < 0).any():
+        raise InputError(
+            "the user column has missing values: every record needs its user; fill them or "
+            "drop those records"
+        )
+    return np.asarray(codes, dtype=np.int64), len(uniques)
+
+
+def with_canary_users(codes: np.ndarray, users: int, canary_users: int, copies: int) -> np.ndarray:
+    """``codes`` (of ``users`` users) followed by ``canary_users`` new users, numbered from
+    ``users`` on, of ``copies`` records each."""
+    return np.concatenate([codes, users + np.repeat(np.arange(canary_users), copies)])
+
+
 def user_settings(
     ids: Any,
     cap: int,
