@@ -236,3 +236,19 @@ def test_the_device_is_chosen_before_any_budget_is_spent(fair_small, tmp_path):
     assert "on cpu" in result.output
     card = json.loads((tmp_path / "cpu" / "card.json").read_text())
     assert card["training"]["device"] == "cpu"
+
+
+def test_a_user_batch_over_half_the_users_is_refused_before_the_ledger(fair_small, tmp_path):
+    data, schema = fair_small
+    frame = pd.read_csv(data)
+    frame["household"] = [f"h{i // 3}" for i in range(len(frame))]  # 500 users of 3
+    path = tmp_path / "fair_users.csv"
+    frame.to_csv(path, index=False)
+    ledger = tmp_path / "ledger.sqlite"
+    args = ["train", str(path), "--target", "religious", "--epsilon", "1", "--schema",
+            str(schema), "--user-column", "household", "--batch-size", "400", "--ledger",
+            str(ledger), "--out", str(tmp_path / "no")]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, InputError)
+    assert "half the users, 500" in str(result.exception)
+    assert not ledger.exists() and not (tmp_path / "no").exists()
