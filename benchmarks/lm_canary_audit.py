@@ -10,7 +10,9 @@ epsilon, and scores every canary by its log-likelihood.  Printed per procedure: 
 epsilon lower bound (95%, delta = 1 / (10 x records), the same for all), the cap that
 perfect guesses would give with these canaries, the loss-threshold AUC, exposure in bits,
 and wall and CPU time.  One torch thread (the machine is shared); run one epsilon per
-invocation to keep each under ten minutes.
+invocation to keep each under ten minutes.  ``--users-of N`` makes it user-level: the texts
+fall into synthetic users of N, training is user-level DP-SGD, and each canary is a canary
+user holding ``--copies`` copies of its text.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=1)
     parser.add_argument("--epsilons", default="none,8,3")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--users-of",
+        type=int,
+        default=0,
+        help="user-level: texts per (synthetic) user, and canary users of --copies texts",
+    )
+    parser.add_argument("--copies", type=int, default=4, help="texts of each canary user")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message=".*were cut to it")
@@ -57,6 +66,11 @@ def main() -> None:
         epochs=args.epochs,
         batch_size=args.batch_size,
     )
+    users = None
+    if args.users_of > 0:  # consecutive texts grouped into users, in a seeded random order
+        order = np.random.default_rng(args.seed + 1).permutation(len(texts))
+        users = order // args.users_of
+        print(f"user-level: users of {args.users_of} texts, canary users of {args.copies} copies")
     print(f"{len(texts)} SMS texts + {args.canaries} canaries ({args.digits} digits); {settings}")
     for name in args.epsilons.split(","):
         epsilon = None if name == "none" else float(name)
@@ -68,6 +82,8 @@ def main() -> None:
             canaries=args.canaries,
             digits=args.digits,
             rng=np.random.default_rng(args.seed),
+            users=users,
+            copies=args.copies,
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         bound = result.audit

@@ -364,3 +364,23 @@ def test_cli_user_level_text_classifier(users_csv, tmp_path, _isolated_ledger) -
             "--user-column", "sender", "--epsilon", "1", "--batch-size", "40", *other)  # fmt: skip
     assert not (tmp_path / "x").exists()
     assert Ledger(_isolated_ledger).datasets() == spent  # refusals spend nothing
+
+
+def test_the_lm_audit_with_canary_users_trains_their_copies():
+    """Without DP the copies train as plain texts; with DP, user-level with new canary users."""
+    from safeshare.train.lm_audit import audit_language_model
+
+    texts = [str(t) for t in sms()["text"].iloc[:120]]
+    users = [f"Zanzibar-{i // 3}" for i in range(120)]
+    settings = LanguageModelSettings(context=32, width=32, epochs=4, batch_size=10,
+                                     accountant="rdp")  # fmt: skip
+    for epsilon in (None, 8.0):
+        result = audit_language_model(texts, epsilon, settings, canaries=40, copies=3,
+                                      users=users, rng=np.random.default_rng(0))  # fmt: skip
+        assert result.copies == 3 and "40 canary users, each 3 copies" in result.readings()[0]
+        assert result.describe()["canary_unit"] == "user (3 copies of one canary text)"
+        if epsilon is not None:
+            assert result.audit.epsilon <= result.claimed_epsilon <= 8.0
+    with pytest.raises(InputError, match="one id per record"):
+        audit_language_model(texts, 8.0, settings, canaries=40, users=users[:-1],
+                             rng=np.random.default_rng(0))  # fmt: skip

@@ -207,8 +207,9 @@ def audit_language_model(
         text_column=text_column,
         rng=int(rng.integers(2**62)),
         progress=progress,
-        user_column=None if owners is None else "user",
-        users=owners,
+        # without DP there is no unit to protect: the copies train as plain texts
+        user_column=None if owners is None or target_epsilon is None else "user",
+        users=None if target_epsilon is None else owners,
         max_records_per_user=max_records_per_user,
     )
     if progress is not None:
