@@ -100,8 +100,9 @@ def test_lira_beats_chance_on_an_overfit_mlp_and_not_on_a_dp_one() -> None:
 @needs_shared
 @pytest.mark.slow
 def test_lira_with_8_shadows_on_4000_adult_records() -> None:
-    """The long run: 8 shadows, online and offline, the overfit MLP against DP at epsilon=1."""
-    from safeshare.train.lira import lira_audit
+    """The long run: 8 shadows, online and offline (one set of models for both), the overfit
+    MLP against DP at epsilon=1."""
+    from safeshare.train.lira import lira_audit_both
 
     table = adult(4000)
     seeds = np.random.default_rng(1)
@@ -117,11 +118,9 @@ def test_lira_with_8_shadows_on_4000_adult_records() -> None:
 
     results = {}
     for name, procedure in (("overfit", overfit), ("dp", private)):
-        for online in (True, False):
-            audit = lira_audit(
-                table, TARGET, procedure, shadows=8, online=online, rng=np.random.default_rng(2)
-            )
-            results[name, online] = audit
+        both = lira_audit_both(table, TARGET, procedure, shadows=8, rng=np.random.default_rng(2))
+        for audit in both:
+            results[name, audit.online] = audit
             print(name, *audit.readings(), sep="\n  ")
     assert results["overfit", True].membership.auc > 0.6
     assert results["overfit", False].membership.auc > 0.55
@@ -163,3 +162,22 @@ def test_audit_cli_runs_lira_at_the_cards_settings(tmp_path) -> None:
     bad = CliRunner().invoke(app, ["audit", str(model), "--data", str(data), "--attack", "nope",
                                    "--out", str(tmp_path / "x")])  # fmt: skip
     assert isinstance(bad.exception, InputError) and "--attack 'nope'" in str(bad.exception)
+
+
+@needs_shared
+def test_both_variants_from_one_run_equal_the_single_runs() -> None:
+    """lira_audit_both trains once; each variant equals lira_audit's with the same draws."""
+    from safeshare.train.lira import lira_audit, lira_audit_both
+
+    table = adult(400)
+
+    def procedure(data: Table):  # deterministic: the same half trains the same model
+        return train_tabular_nonprivate(data, TARGET, epochs=5, batch_size=50, rng=0)
+
+    online, offline = lira_audit_both(table, TARGET, procedure, shadows=4,
+                                      rng=np.random.default_rng(5))  # fmt: skip
+    assert online.online and not offline.online and online.shadows == 4
+    for variant in (online, offline):
+        alone = lira_audit(table, TARGET, procedure, shadows=4, online=variant.online,
+                           rng=np.random.default_rng(5))  # fmt: skip
+        assert alone.membership.auc == variant.membership.auc

@@ -175,6 +175,62 @@ def lira_audit(
     ``shadows`` models (even) on a random half in which every record is IN exactly half the
     time.  Only false-positive rates the non-members can resolve (at least one) are kept.
     """
+    run = _shadow_run(table, target, train, shadows, rng, progress)
+    return run.audit(online, fprs)
+
+
+def lira_audit_both(
+    table: Table,
+    target: str,
+    train: Callable[[Table], TabularModel],
+    *,
+    shadows: int = 8,
+    fprs: Sequence[float] = LOW_FPRS,
+    rng: np.random.Generator,
+    progress: Callable[[str, float], None] | None = None,
+) -> tuple[LiRAAudit, LiRAAudit]:
+    """The online and the offline attack (in that order) from one target and one set of
+    shadow models: :func:`lira_audit`'s training, done once."""
+    run = _shadow_run(table, target, train, shadows, rng, progress)
+    return run.audit(True, fprs), run.audit(False, fprs)
+
+
+@dataclass(frozen=True)
+class _ShadowRun:
+    """Every model's confidences: the shadows' (and who was IN), the target's."""
+
+    phi: np.ndarray
+    shadow_in: np.ndarray
+    victim_phi: np.ndarray
+    target_in: np.ndarray
+    claimed: float | None
+
+    def audit(self, online: bool, fprs: Sequence[float]) -> LiRAAudit:
+        scores = lira_scores(self.victim_phi, self.phi, self.shadow_in, online=online)
+        members, nonmembers = scores[self.target_in], scores[~self.target_in]
+        kept = tuple(f for f in fprs if f * nonmembers.size >= 1)
+        return LiRAAudit(
+            membership=MembershipAttack(
+                auc=auc_of(members, nonmembers),
+                tpr_at_fpr={f: tpr_at(members, nonmembers, f) for f in kept},
+                members=members.size,
+                nonmembers=nonmembers.size,
+            ),
+            shadows=int(self.phi.shape[0]),
+            online=online,
+            claimed_epsilon=self.claimed,
+        )
+
+
+def _shadow_run(
+    table: Table,
+    target: str,
+    train: Callable[[Table], TabularModel],
+    shadows: int,
+    rng: np.random.Generator,
+    progress: Callable[[str, float], None] | None,
+) -> _ShadowRun:
+    """Train the shadows and the target; every model scores every record."""
     if target not in table.columns:
         raise SchemaError(f"target column {target!r} is not in the table; columns: {table.columns}")
     if len(table) < 20:
@@ -192,20 +248,11 @@ def lira_audit(
     victim = train(table.take(np.flatnonzero(target_in)))
     if progress is not None:
         progress("LiRA shadow models", 1.0)
-    scores = lira_scores(
-        logit_confidence(victim.logits(table), labels), phi, shadow_in, online=online
-    )
-    members, nonmembers = scores[target_in], scores[~target_in]
-    kept = tuple(f for f in fprs if f * nonmembers.size >= 1)
     claimed = victim.card.get("privacy", {}).get("epsilon")
-    return LiRAAudit(
-        membership=MembershipAttack(
-            auc=auc_of(members, nonmembers),
-            tpr_at_fpr={f: tpr_at(members, nonmembers, f) for f in kept},
-            members=members.size,
-            nonmembers=nonmembers.size,
-        ),
-        shadows=shadows,
-        online=online,
-        claimed_epsilon=None if claimed is None else float(claimed),
+    return _ShadowRun(
+        phi,
+        shadow_in,
+        logit_confidence(victim.logits(table), labels),
+        target_in,
+        None if claimed is None else float(claimed),
     )
