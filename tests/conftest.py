@@ -69,3 +69,13 @@ def adult_pgm() -> Table:
     sizes = json.loads((SHARED / "adult-pgm" / "adult-domain.json").read_text())
     frame = pd.read_csv(SHARED / "adult-pgm" / "adult.csv")
     return Table({name: frame[name].to_numpy() for name in sizes}, Domain.from_sizes(sizes))
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for the test: on two shared cores a second thread only contends."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -18,7 +18,11 @@ from safeshare.dp.ledger import Ledger  # noqa: E402
 from safeshare.errors import InputError, OutputExistsError, SchemaError  # noqa: E402
 from tests.conftest import SHARED, needs_shared  # noqa: E402
 
-pytestmark = [needs_shared, pytest.mark.filterwarnings("ignore:.*were cut to it")]
+pytestmark = [
+    needs_shared,
+    pytest.mark.filterwarnings("ignore:.*were cut to it"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 app = typer.Typer()
 app.command("train")(train_command)
@@ -27,16 +31,6 @@ app.command("audit")(audit_command)
 # RDP: calibrating the noise by PLD takes ~30 s on two shared cores, RDP under 1 s
 TINY = ["--context", "48", "--width", "32", "--epochs", "2", "--batch-size", "8",
         "--accountant", "rdp"]  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def sms(rows: int) -> pd.DataFrame:

@@ -16,12 +16,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="torch see
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def small_table(n: int = 1200) -> Table:

@@ -28,7 +28,11 @@ from safeshare.train.language_model import (
 )
 from tests.conftest import SHARED, needs_shared
 
-pytestmark = [needs_shared, pytest.mark.filterwarnings("ignore:.*were cut to it")]
+pytestmark = [
+    needs_shared,
+    pytest.mark.filterwarnings("ignore:.*were cut to it"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 
 def sms_texts() -> list[str]:
@@ -36,16 +40,6 @@ def sms_texts() -> list[str]:
     path = SHARED / "text" / "sms_spam_collection.tsv"
     frame = pd.read_csv(path, sep="\t", header=None, names=["label", "text"], quoting=3)
     return [str(t) for t in frame["text"]]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 SMALL = LanguageModelSettings(context=48, width=48, layers=1, heads=2, batch_size=20)

@@ -13,21 +13,14 @@ from safeshare.train.language_model import LanguageModelSettings
 from safeshare.train.lm_audit import audit_language_model
 from tests.conftest import SHARED, needs_shared
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*were cut to it")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*were cut to it"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 # canaries "my number is d d d d d d" are 23 bytes: a 32-byte context holds them whole
 SETTINGS = LanguageModelSettings(context=32, width=48, layers=1, heads=2, batch_size=20)
 DELTA = 1e-5
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def sms_texts(rows: int) -> list[str]:

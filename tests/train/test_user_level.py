@@ -18,13 +18,7 @@ from safeshare.train.tabular import train_tabular  # noqa: E402
 from safeshare.train.user_level import clipped_user_sum, group_users  # noqa: E402
 from tests.conftest import SHARED, needs_shared  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def user_table(n: int = 2000, per_user: int = 4, seed: int = 0) -> Table:

@@ -29,15 +29,11 @@ from safeshare.train.language_model import (  # noqa: E402
 from safeshare.train.user_level import PerRecord, clipped_user_sum  # noqa: E402
 from tests.conftest import SHARED, needs_shared  # noqa: E402
 
-pytestmark = [needs_shared, pytest.mark.filterwarnings("ignore:.*were cut to it")]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = [
+    needs_shared,
+    pytest.mark.filterwarnings("ignore:.*were cut to it"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 
 def sms() -> pd.DataFrame:

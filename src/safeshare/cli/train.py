@@ -243,14 +243,8 @@ def train_command(
         return
     if quiet:
         return
-    privacy = card["privacy"]
     stdout.print(f"written    {out}/model.safetensors, card.json")
-    stdout.print(f"guarantee  {card['guarantee']}")
-    stdout.print(
-        f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
-        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}, "
-        f"on {card['training']['device']}"
-    )
+    _print_guarantee(card)
     if text_column is not None:
         spec = card["model"]
         stdout.print(f"model      {spec['trained']}; max {spec['max_length']} tokens per text")
@@ -355,17 +349,23 @@ def _train_language_model(
         return
     if quiet:
         return
-    privacy, spec, holdout = card["privacy"], card["model"], card["holdout"]
+    spec, holdout = card["model"], card["holdout"]
     stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json")
-    stdout.print(f"guarantee  {card['guarantee']}")
-    stdout.print(
-        f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
-        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}, "
-        f"on {card['training']['device']}"
-    )
+    _print_guarantee(card)
     stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
     users = f", {holdout['users']} whole users" if "users" in holdout else ""
     stdout.print(
         f"held out   {holdout['texts']} of {card['input']['rows']} texts{users} for audits "
         "(row positions in holdout.json)"
+    )
+
+
+def _print_guarantee(card: dict[str, Any]) -> None:
+    """The card's guarantee and how the DP-SGD run was made, for the summary."""
+    privacy = card["privacy"]
+    stdout.print(f"guarantee  {card['guarantee']}")
+    stdout.print(
+        f"training   {privacy['steps']} steps, noise multiplier {privacy['noise_multiplier']:.4g}, "
+        f"Poisson rate {privacy['sampling_rate']:.4g}, clipping {privacy['clipping_norm']:g}, "
+        f"on {card['training']['device']}"
     )

@@ -38,7 +38,7 @@ from safeshare.train.dpsgd import (
     train_shuffled,
 )
 from safeshare.train.tabular import read_model, write_model
-from safeshare.train.text import check_texts, check_user_ids
+from safeshare.train.text import check_texts
 
 BEGIN = 256  # the begin-of-text token, after the 256 byte values
 VOCABULARY = 257
@@ -171,6 +171,19 @@ def sequences(texts: Sequence[str], context: int) -> tuple[Any, Any, int]:
         if data:
             labels[row, : len(data)] = torch.tensor(data)
     return ids, labels, cut
+
+
+def training_sequences(texts: Sequence[str], context: int, column: str) -> tuple[Any, Any]:
+    """:func:`sequences` for training: warns how many texts were cut (never which)."""
+    ids, labels, cut = sequences(texts, context)
+    if cut:
+        warnings.warn(
+            f"{cut} of {len(texts)} texts in column {column!r} are longer than {context} bytes "
+            "and were cut to it; raise context to keep more",
+            UserWarning,
+            stacklevel=3,
+        )
+    return ids, labels
 
 
 @dataclass(frozen=True)
@@ -308,14 +321,7 @@ def train_language_model(
             clipping="ghost",
         )
     generator, seeded = torch_generator(rng)
-    ids, labels, cut = sequences(texts, settings.context)
-    if cut:
-        warnings.warn(
-            f"{cut} of {records} texts in column {text_column!r} are longer than "
-            f"{settings.context} bytes and were cut to it; raise context to keep more",
-            UserWarning,
-            stacklevel=2,
-        )
+    ids, labels = training_sequences(texts, settings.context, text_column)
     module = build_network(settings, generator)
 
     def adam(params: Any) -> Any:
@@ -424,7 +430,13 @@ def _train_users(
     device: Any,
 ) -> LanguageModel:
     """:func:`train_language_model` with a user as the privacy unit."""
-    from safeshare.train.user_level import PerRecord, run_user_dpsgd, user_privacy, user_settings
+    from safeshare.train.user_level import (
+        PerRecord,
+        check_user_ids,
+        run_user_dpsgd,
+        user_privacy,
+        user_settings,
+    )
 
     torch, opacus = require_torch()
     column, budget = check_user_ids(users, user_column, epsilon, len(texts), "text")
@@ -441,14 +453,7 @@ def _train_users(
         accountant=settings.accountant,
     )
     kept = [texts[i] for i in grouped.rows]
-    ids, labels, cut = sequences(kept, settings.context)
-    if cut:
-        warnings.warn(
-            f"{cut} of {len(kept)} texts in column {text_column!r} are longer than "
-            f"{settings.context} bytes and were cut to it; raise context to keep more",
-            UserWarning,
-            stacklevel=3,
-        )
+    ids, labels = training_sequences(kept, settings.context, text_column)
     module = build_network(settings, generator)
     run = run_user_dpsgd(
         module,

@@ -44,7 +44,13 @@ from safeshare.train.text_model import (
     top_layers,
     trim_padding,
 )
-from safeshare.train.user_level import PerRecord, run_user_dpsgd, user_privacy, user_settings
+from safeshare.train.user_level import (
+    PerRecord,
+    check_user_ids,
+    run_user_dpsgd,
+    user_privacy,
+    user_settings,
+)
 
 DEFAULT_MAX_LENGTH = 64
 TEXT_CLIPPINGS: tuple[str, ...] = ("ghost", "hooks")  # Opacus's: the layers see token sequences
@@ -370,25 +376,6 @@ def train_text(
         "versions": {"torch": str(torch.__version__), "opacus": str(opacus.__version__)},
     }
     return TextModel(module, frozen, below, tuple(str(c) for c in classes), card)
-
-
-def check_user_ids(
-    users: Any, user_column: str | None, epsilon: float | None, records: int, what: str
-) -> tuple[str, float]:
-    """Refuse user ids without DP, without a column name or not one per record (``what``)."""
-    if users is None or user_column is None:
-        raise InputError(
-            "user-level training needs both users (one id per record) and user_column (the "
-            "name of the column they come from)"
-        )
-    if epsilon is None:
-        raise InputError(
-            "user ids were given but epsilon is None: the user as privacy unit only means "
-            "something with DP; give an epsilon, or drop the user ids to train without DP"
-        )
-    if isinstance(users, str) or len(users) != records:
-        raise InputError(f"users must give one id per {what} ({records})")
-    return user_column, epsilon
 
 
 USER_CHUNK = 16  # texts whose per-record gradients (~1.8M floats each) a step holds at once

@@ -96,6 +96,25 @@ def group_users(ids: Any, max_records_per_user: int, rng: np.random.Generator) -
     return Users(kept, codes[kept], users, len(codes) - len(kept))
 
 
+def check_user_ids(
+    users: Any, user_column: str | None, epsilon: float | None, records: int, what: str
+) -> tuple[str, float]:
+    """Refuse user ids without DP, without a column name or not one per record (``what``)."""
+    if users is None or user_column is None:
+        raise InputError(
+            "user-level training needs both users (one id per record) and user_column (the "
+            "name of the column they come from)"
+        )
+    if epsilon is None:
+        raise InputError(
+            "user ids were given but epsilon is None: the user as privacy unit only means "
+            "something with DP; give an epsilon, or drop the user ids to train without DP"
+        )
+    if isinstance(users, str) or len(users) != records:
+        raise InputError(f"users must give one id per {what} ({records})")
+    return user_column, epsilon
+
+
 def check_user_batch(batch_size: int, users: int) -> None:
     """Refuse an expected batch of users outside [1, users / 2] (what Poisson sampling needs)."""
     if isinstance(batch_size, bool) or not 1 <= batch_size <= users // 2:
