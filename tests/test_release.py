@@ -40,7 +40,12 @@ def read_card(out: Path) -> dict:
 def test_release_with_a_schema(tmp_path, fair_csv, fair):
     out = tmp_path / "release"
     result = release(fair_csv, schema=fair[1], out=out, epsilon=1.0, delta=1e-9, seed=1)
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "report.html", "synthetic.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "report.html",
+        "synthetic.csv",
+    ]
     card = read_card(out)
     assert card.keys() >= REQUIRED_FIELDS
     assert card["domain_source"] == "schema" and card["secure_noise"] is False
@@ -108,15 +113,19 @@ def test_the_ledger_refuses_a_second_release_until_the_total_is_raised(tmp_path,
     assert read_card(tmp_path / "b")["ledger"]["spent_epsilon"] == pytest.approx(2.0)
 
 
-def test_output_directory_is_never_overwritten_without_force(tmp_path, fair_csv, fair):
+def test_output_directory_is_replaced_only_with_force_and_only_when_safeshare_wrote_it(tmp_path, fair_csv, fair):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(OutputExistsError, match="pass --force"):
         release(fair_csv, schema=fair[1], out=out, seed=5)
     assert (out / "keep.txt").read_text() == "mine"
+    with pytest.raises(OutputExistsError, match="did not write"):  # not a safeshare output
+        release(fair_csv, schema=fair[1], out=out, seed=5, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    (out / "keep.txt").unlink()  # an empty folder, or an earlier release, is replaced
     release(fair_csv, schema=fair[1], out=out, seed=5, force=True, ledger=tmp_path / "l.sqlite")
-    assert not (out / "keep.txt").exists() and (out / "card.json").exists()
+    assert (out / "card.json").exists()
 
 
 def test_values_outside_the_schema_become_other_with_a_count(tmp_path, fair):

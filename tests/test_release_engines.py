@@ -144,6 +144,7 @@ def test_parquet_output_holds_the_csv_records(tmp_path, fair_csv, monkeypatch):
     card = release_with("duckdb", fair_csv, tmp_path / "duckdb", rows=4000, output_format="parquet")
     assert card["synthetic_file"] == "synthetic.parquet"
     assert sorted(p.name for p in (tmp_path / "duckdb").iterdir()) == [
+        ".safeshare-output",
         "card.json",
         "report.html",
         "synthetic.parquet",

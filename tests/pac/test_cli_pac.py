@@ -55,7 +55,12 @@ def test_release_writes_output_card_and_report(pac_main, workdir, capsys):
             "--out", "pac", "--samples", "256", "--attack", "--seed", "1"]  # fmt: skip
     assert pac_main(argv) == 0
     out = tmp / "pac"
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "output.json", "report.html"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "output.json",
+        "report.html",
+    ]
     output = json.loads((out / "output.json").read_text())
     assert set(output) == {"age", "affairs", "share_very_happy"}
     assert 20 < output["age"] < 40

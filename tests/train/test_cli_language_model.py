@@ -16,6 +16,7 @@ from safeshare.cli.audit import audit_command  # noqa: E402
 from safeshare.cli.train import train_command  # noqa: E402
 from safeshare.dp.ledger import Ledger  # noqa: E402
 from safeshare.errors import InputError, OutputExistsError, SchemaError  # noqa: E402
+from safeshare.report.card import HEADER_FIELDS  # noqa: E402
 from tests.conftest import SHARED, needs_shared  # noqa: E402
 
 pytestmark = [
@@ -67,11 +68,13 @@ def test_train_then_audit_extraction_then_canaries(sms_csv, tmp_path, _isolated_
                  "--holdout-fraction", "0.25", *TINY)  # fmt: skip
     assert "held out   12 of 48 texts" in result.output
     assert sorted(p.name for p in model.iterdir()) == [
+        ".safeshare-output",
         "card.json",
         "holdout.json",
         "model.safetensors",
     ]
     card = json.loads((model / "card.json").read_text())
+    assert card.keys() >= set(HEADER_FIELDS) and card["method"] == "dp-sgd (language model)"
     privacy = card["privacy"]
     assert privacy["epsilon"] <= 8.0 and privacy["epsilon_budget"] == 8.0
     assert privacy["delta"] == pytest.approx(1 / 480) == card["budget"]["delta"]

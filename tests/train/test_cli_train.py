@@ -16,6 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 from safeshare.cli.train import train_command  # noqa: E402
 from safeshare.data.examples import load_example  # noqa: E402
 from safeshare.errors import InputError, OutputExistsError, SchemaError  # noqa: E402
+from safeshare.report.card import HEADER_FIELDS  # noqa: E402
 
 app = typer.Typer()
 app.command("train")(train_command)
@@ -44,8 +45,14 @@ def test_train_with_a_public_schema_spends_everything_on_dp_sgd(fair_small, tmp_
     result = train(str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema),
                    "--out", str(out), "--seed", "0")  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "model.safetensors",
+    ]
     card = json.loads((out / "card.json").read_text())
+    assert card.keys() >= set(HEADER_FIELDS) and card["method"] == "dp-sgd (tabular MLP)"
+    assert card["secure_noise"] is False and card["input"]["name"] == "fair.csv"
     assert card["domain_source"] == "schema"
     assert card["budget"]["items"][0]["epsilon"] == 0.0
     assert card["privacy"]["epsilon"] == card["budget"]["epsilon_spent"] <= 1.0

@@ -92,7 +92,11 @@ def test_without_dp_training_texts_are_extracted_and_canaries_exposed(memorizer)
 def test_save_load_and_the_card(memorizer, tmp_path: Path) -> None:
     model, members, _, _ = memorizer
     folder = model.save(tmp_path / "lm")
-    assert sorted(p.name for p in folder.iterdir()) == ["card.json", "model.safetensors"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "model.safetensors",
+    ]
     card = json.loads((folder / "card.json").read_text())
     assert card["model"]["kind"] == "causal language model"
     assert "public" in card["model"]["vocabulary"] and card["model"]["context"] == 48

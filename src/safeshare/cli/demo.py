@@ -22,7 +22,9 @@ def demo(
     seed: int | None = typer.Option(
         None, help="Reproducible run. NOT private against anyone who knows the seed."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Release an example survey (real data, offline) and write its card and report."""

@@ -64,7 +64,9 @@ def evaluate_command(
     ),
     no_ml: bool = typer.Option(False, "--no-ml", help="Skip ML efficacy and the detection score."),
     seed: int | None = typer.Option(None, "--seed", help="Seed the attacks (reproducible runs)."),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Measure what a release exposes (attacks with intervals) and how useful it is."""

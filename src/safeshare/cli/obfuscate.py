@@ -112,17 +112,18 @@ def train_command(
     seed: int | None = typer.Option(
         None, help="Reproducible run. The noise is NOT secure against anyone who knows the seed."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output folder if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Train an obfuscation transform for a frozen model on texts; write it to --out."""
-    from safeshare.errors import OutputExistsError
     from safeshare.obfuscate.head import fit_head
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.training import train_transform
+    from safeshare.output_folder import check_output
 
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} exists; choose another folder or pass --force")
+    check_output(out, force=force, inputs=(data,))
     labels = None
     if label_column is None:
         texts = read_texts(data, text_column)
@@ -149,7 +150,6 @@ def train_command(
     for warning in caught:  # e.g. how many texts were cut to --max-length (never a text)
         console.print(f"[yellow]warning:[/] {warning.message}")
     result.transform.head = head
-    result.transform.save(out, force=force)
     curve = [asdict(point) for point in result.curve]
     record = {
         "texts": len(texts),
@@ -159,7 +159,8 @@ def train_command(
         "utility": result.utility,
         "seeded": result.seeded,
     }
-    (out / "training.json").write_text(json.dumps({**record, "curve": curve}, indent=2))
+    training = json.dumps({**record, "curve": curve}, indent=2)
+    result.transform.save(out, force=force, extra={"training.json": training})
     if not quiet:
         last = result.curve[-1]
         stdout.print(f"written   {out}/transform.safetensors, transform.json, training.json")
@@ -257,20 +258,22 @@ def attack_command(
     limit: int = typer.Option(200, "--limit", help="Attack at most this many texts (the first)."),
     beam: int = typer.Option(8, "--beam", help="Beam width of the BeamClean-style attack."),
     seed: int | None = typer.Option(None, help="Reproducible obfuscation noise (not secure)."),
-    force: bool = typer.Option(False, "--force", help="Replace the output folder if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary."),
 ) -> None:
     """Attack a transform (and Gaussian baselines): nearest neighbour, BeamClean-style, learned
     inversion; planted-PII recovery; utility; an HTML report."""
-    from safeshare.errors import InputError, OutputExistsError
+    from safeshare.errors import InputError
     from safeshare.obfuscate.audit import attack_transform
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.transform import ObfuscationTransform
+    from safeshare.output_folder import check_output
     from safeshare.release.output import write_release
     from safeshare.report.obfuscation import render_obfuscation_report
 
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} exists; choose another folder or pass --force")
+    check_output(out, force=force, inputs=(transform, data, public))
     if limit < 1:
         raise InputError(f"--limit must be >= 1, not {limit}")
     try:

@@ -7,7 +7,6 @@ import importlib.util
 import json
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +49,20 @@ def pac_command(
     seed: int | None = typer.Option(
         None, help="Reproducible run. NOT private against anyone who knows the seed."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Calibrate PAC noise for a function of a table and release its noisy output."""
-    from safeshare import __version__
     from safeshare.data.readers import fingerprint_file, read_frame
+    from safeshare.output_folder import check_output
     from safeshare.pac import calibrate
     from safeshare.pac.attack import membership_attack
-    from safeshare.release.output import check_output, write_release
+    from safeshare.release.output import write_release
     from safeshare.report.pac import build_pac_card, render_pac_report
 
-    check_output(out, force)
+    check_output(out, force=force, inputs=(data,))
     frame = numeric_columns(read_frame(data))
     mechanism = load_function(function, "--function")
     user_sampler = load_function(sampler, "--sampler") if sampler else None
@@ -90,8 +91,6 @@ def pac_command(
         function=function,
         columns={c: "numeric" if frame[c].dtype.kind in "iuf" else "text" for c in frame.columns},
         rows_in=len(frame),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        version=__version__,
         attack=result,
     )
     document = json.dumps(card["output"], indent=2, allow_nan=False) + "\n"

@@ -123,7 +123,9 @@ def release_command(
     vocabulary: Path | None = typer.Option(
         None, help="pe text: a public vocabulary file (templates, words; default: reviews)."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Release a sensitive table as DP synthetic data, with a privacy card and a report."""

@@ -130,7 +130,9 @@ def train_command(
     total_delta: float | None = typer.Option(
         None, help="Total delta of this dataset, if the ledger has none yet."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace the output directory if it exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier safeshare output at --out."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
     as_json: bool = typer.Option(False, "--json", help="Print the card as JSON (no summary)."),
 ) -> None:

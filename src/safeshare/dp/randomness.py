@@ -10,6 +10,12 @@ anyone who knows the seed; artifacts then say ``secure_noise: false``.
 >>> rand = Randomness(7)
 >>> rand.secure, rand.discrete_gaussian(3.0, 4).shape
 (False, (4,))
+
+Each mechanism of a run draws from a child stream of its own, so no two replay one stream:
+
+>>> discovery, synthesis = Randomness(7).spawn(2)
+>>> bool((discovery.discrete_gaussian(3.0, 8) != synthesis.discrete_gaussian(3.0, 8)).any())
+True
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import secrets
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -30,16 +36,19 @@ _INT64_LIMIT = 1 << 62
 class Randomness:
     """A source of random integers, DP noise and generators for post-processing."""
 
-    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+    def __init__(self, seed: RandomSource = None) -> None:
         if seed is None:
             self._generator: np.random.Generator | None = None
+        elif isinstance(seed, Randomness):  # the same source (a child made by spawn)
+            self._generator = seed._generator
         elif isinstance(seed, np.random.Generator):
             self._generator = seed
         elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
             self._generator = np.random.default_rng(int(seed))
         else:
             raise TypeError(
-                f"seed must be an int, a numpy Generator or None, not {type(seed).__name__}"
+                "seed must be an int, a numpy Generator, a Randomness or None, "
+                f"not {type(seed).__name__}"
             )
 
     @property
@@ -76,11 +85,23 @@ class Randomness:
             [sample_discrete_gaussian(sigma2, below) for _ in range(size)], dtype=np.int64
         )
 
+    def spawn(self, count: int) -> list[Randomness]:
+        """``count`` independent sources, one for each mechanism of a run: secure when this
+        one is, else deterministic children of its seed (never its own stream)."""
+        if self._generator is None:
+            return [Randomness() for _ in range(count)]
+        return [Randomness(child) for child in self._generator.spawn(count)]
+
     def generator(self) -> np.random.Generator:
         """A fresh numpy Generator for randomness that is not DP noise (sampling rows, splits)."""
         if self._generator is None:
             return np.random.default_rng(secrets.randbits(128))
         return self._generator.spawn(1)[0]
+
+
+RandomSource: TypeAlias = int | np.random.Generator | Randomness | None
+"""What an estimator's ``rng`` takes: a seed, a Generator, a run's child stream, or None
+(secure)."""
 
 
 @lru_cache(maxsize=64)

@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import secrets
-import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from safeshare.errors import InputError, OutputExistsError
+from safeshare.errors import InputError
 from safeshare.obfuscate.head import ClassificationHead
 from safeshare.obfuscate.model import FrozenModel, require_torch
+from safeshare.output_folder import staged_output
 
 WEIGHTS = "transform.safetensors"
 CONFIG = "transform.json"
@@ -178,27 +178,29 @@ class ObfuscationTransform:
                 "for this model"
             )
 
-    def save(self, folder: str | Path, *, force: bool = False) -> Path:
-        """Write the weights (safetensors) and ``transform.json`` atomically into ``folder``."""
+    def save(
+        self, folder: str | Path, *, force: bool = False, extra: Mapping[str, str] | None = None
+    ) -> Path:
+        """Write the weights (safetensors), ``transform.json`` and the ``extra`` text files
+        (name -> content) into ``folder``, all or nothing."""
         from safetensors.torch import save_file
 
-        target = Path(folder)
-        if target.exists() and not force:
-            raise OutputExistsError(f"{target} exists; choose another folder or pass force=True")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        state = {k: v.detach().contiguous() for k, v in self.network.state_dict().items()}
-        save_file(state, str(temporary / WEIGHTS))
-        meta = {"format": FORMAT, "fingerprint": self.fingerprint, "config": asdict(self.config)}
-        (temporary / CONFIG).write_text(json.dumps(meta, indent=2))
-        if self.head is not None:
-            self.head.write(temporary)
-        if target.exists():
-            for child in target.iterdir():
-                child.unlink()
-            target.rmdir()
-        os.replace(temporary, target)
-        return target
+        with staged_output(folder, force=force) as staging:
+            state = {k: v.detach().contiguous() for k, v in self.network.state_dict().items()}
+            save_file(state, str(staging / WEIGHTS))
+            meta = {
+                "format": FORMAT,
+                "fingerprint": self.fingerprint,
+                "config": asdict(self.config),
+            }
+            (staging / CONFIG).write_text(json.dumps(meta, indent=2))
+            if self.head is not None:
+                self.head.write(staging)
+            for name, content in (extra or {}).items():
+                if name in (WEIGHTS, CONFIG) or Path(name).name != name:
+                    raise InputError(f"extra file name {name!r} must be a plain, new file name")
+                (staging / name).write_text(content, encoding="utf-8")
+        return Path(folder)
 
     @classmethod
     def load(cls, folder: str | Path, model: FrozenModel) -> ObfuscationTransform:

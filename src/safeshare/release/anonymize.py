@@ -18,7 +18,7 @@ are byte for byte those of the in-memory release; only the card's ``engine`` lin
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "release"
 >>> result = release_anonymized(frame, config=config, out=out, dataset_name="clinic")
 >>> sorted(p.name for p in out.iterdir())
-['anonymized.csv', 'card.json', 'report.html']
+['.safeshare-output', 'anonymized.csv', 'card.json', 'report.html']
 >>> result.card["method"], result.card["models"][0]["achieved"]
 ('anonymize', {'k': 2})
 """
@@ -29,20 +29,20 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from safeshare import __version__
 from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan
+from safeshare.output_folder import check_output
 from safeshare.release.inputs import EngineInput, FrameInput, open_input
-from safeshare.release.output import check_output, write_release
+from safeshare.release.output import write_release
 from safeshare.report.anonymization import render_anonymization_report
+from safeshare.report.card import card_header
 
 GUARANTEE = (
     "none formal: anonymization without differential privacy gives no mathematical guarantee; "
@@ -81,8 +81,7 @@ def release_anonymized(
     installed); ``memory_limit`` and ``spark_master`` configure them.  The release is the same.
     """
     report = progress or no_progress
-    out = Path(out)
-    check_output(out, force)
+    out = check_output(out, force=force, inputs=(source, config))
     if isinstance(config, str | Path):
         config = AnonymizeConfig.load(config)
     elif not isinstance(config, AnonymizeConfig):
@@ -119,8 +118,6 @@ def release_anonymized(
         config=config,
         name=name,
         fingerprint=fingerprint,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        version=__version__,
         notes=warnings,
         engine=described,
     )
@@ -176,8 +173,6 @@ def build_anonymization_card(
     config: AnonymizeConfig,
     name: str,
     fingerprint: str,
-    created_at: str,
-    version: str,
     notes: list[str],
     engine: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
@@ -194,17 +189,17 @@ def build_anonymization_card(
             item["quality"] = result.quality.per_attribute.get(column, {})
         item["dropped"] = entry["transform"] in ("drop",)
         columns[column] = item
+    header = card_header(
+        "anonymize",
+        GUARANTEE,
+        budget=None,
+        secure_noise=None,
+        source={"name": name, "sha256": fingerprint},
+    )
     return {
-        "safeshare_version": version,
-        "created_at": created_at,
-        "method": "anonymize",
-        "guarantee": GUARANTEE,
-        "epsilon": None,
-        "delta": None,
+        **header,
         "budget": None,
-        "secure_noise": None,
         "domain_source": "public hierarchies from the config",
-        "input": {"name": name, "sha256": fingerprint},
         "engine": dict(engine) if engine is not None else {"name": "numpy"},
         "columns": columns,
         "rows_in": result.rows_in,

@@ -16,7 +16,7 @@ write both files atomically.  Any failure writes nothing.
 >>> result = evaluate_files(tmp / "train.csv", tmp / "holdout.csv", tmp / "release.csv",
 ...                         out=tmp / "eval", schema=schema, seed=0, attacks=200, ml=False)
 >>> sorted(p.name for p in (tmp / "eval").iterdir())
-['evaluation.json', 'report.html']
+['.safeshare-output', 'evaluation.json', 'report.html']
 >>> "linkage (exact matching)" in result.evaluation["headline"]["risk"]["significant_attacks"]
 True
 """
@@ -48,7 +48,8 @@ from safeshare.errors import InputError
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.evaluate.generalized import cell_sets
 from safeshare.evaluate.results import Proportion
-from safeshare.release.output import check_output, write_release
+from safeshare.output_folder import check_output
+from safeshare.release.output import write_release
 from safeshare.report.evaluation import render_evaluation_report
 
 MAX_CATEGORIES = 1000
@@ -91,8 +92,8 @@ def evaluate_files(
     progress: Progress = no_progress,
 ) -> EvaluationResult:
     """Evaluate ``release`` against ``train`` and ``holdout``; see the module docstring."""
-    out = Path(out)
-    check_output(out, force)
+    inputs = (train, holdout, release, auxiliary, schema, *(hierarchies or {}).values())
+    out = check_output(out, force=force, inputs=inputs)
     schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
     progress("reading", 0.0)
     paths = {"train": Path(train), "holdout": Path(holdout), "release": Path(release)}

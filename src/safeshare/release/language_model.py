@@ -29,8 +29,9 @@ from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
-from safeshare.release.output import check_output
+from safeshare.output_folder import check_output
 from safeshare.release.pipeline import ledger_summary, read_input
+from safeshare.report.card import card_header
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
 from safeshare.train.language_model import (
@@ -164,7 +165,7 @@ def train_language_model_release(
     """
     settings = settings or LanguageModelSettings()
     report = progress or no_progress
-    check_output(out, force)
+    check_output(out, force=force, inputs=(data, schema_path, ledger))
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -281,16 +282,22 @@ def _card(
     guarantee = f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for {unit}" + (
         "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
     )
+    header = card_header(
+        "dp-sgd (language model)",
+        guarantee,
+        budget=PrivacyBudget(epsilon, delta),
+        secure_noise=privacy.get("secure_noise"),
+        source={"name": source.name, "sha256": source.fingerprint, "rows": rows},
+    )
     return {
+        **header,
         **card,
-        "guarantee": guarantee,
         "budget": {
             "epsilon": epsilon,
             "epsilon_spent": privacy["epsilon"],
             "delta": delta,
             "items": [{"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": delta}],
         },
-        "input": {"name": source.name, "sha256": source.fingerprint, "rows": rows},
         "holdout": {
             "texts": held_out,
             "training_texts": rows - held_out,

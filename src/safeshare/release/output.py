@@ -1,13 +1,14 @@
 """Writing a release: everything or nothing.
 
-Files are written into a temporary directory beside the target and renamed into place
-only when all of them are complete, so a failed run leaves no half-written release.
+Files are written into a staging folder beside the target and renamed into place only
+when all of them are complete, so a failed run leaves no half-written release; an existing
+folder is replaced only when safeshare wrote it (:mod:`safeshare.output_folder`).
 
 >>> import tempfile, pathlib, pandas as pd
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "release"
 >>> write_release(out, {"data.csv": pd.DataFrame({"a": [1]}), "note.txt": "hi"}, force=False)
 >>> sorted(p.name for p in out.iterdir())
-['data.csv', 'note.txt']
+['.safeshare-output', 'data.csv', 'note.txt']
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,8 @@ import pandas as pd
 
 from safeshare.data.domain import Column, Domain, Kind
 from safeshare.data.table import Table
-from safeshare.errors import InputError, OutputExistsError
+from safeshare.errors import InputError
+from safeshare.output_folder import staged_output
 from safeshare.report.card import write_card
 
 if TYPE_CHECKING:
@@ -34,22 +36,15 @@ if TYPE_CHECKING:
 CHUNK_ROWS = 1_000_000  # released records sampled, decoded and written at a time
 
 
-def check_output(out: Path, force: bool) -> None:
-    """Refuse an existing output directory before any work (and any budget) is spent."""
-    if out.exists() and not force:
-        raise OutputExistsError(
-            f"output directory {str(out)!r} exists; choose another or pass --force"
-        )
-
-
 def write_release(
-    out: Path, files: Mapping[str, pd.DataFrame | dict[str, Any] | str | Path], force: bool
+    out: Path,
+    files: Mapping[str, pd.DataFrame | dict[str, Any] | str | Path],
+    force: bool,
+    inputs: Iterable[object] = (),
 ) -> None:
-    """Write ``files`` atomically: CSV for frames, the privacy card for dicts, a finished
-    file moved in for paths, text otherwise."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    """Write ``files`` atomically (see :mod:`safeshare.output_folder`): CSV for frames, the
+    privacy card for dicts, a finished file moved in for paths, text otherwise."""
+    with staged_output(out, force=force, inputs=inputs) as staging:
         for name, content in files.items():
             if isinstance(content, Path):
                 shutil.move(content, staging / name)
@@ -59,15 +54,6 @@ def write_release(
                 write_card(content, staging / name)
             else:
                 (staging / name).write_text(content, encoding="utf-8")
-        if out.exists():
-            if not force:
-                raise OutputExistsError(f"output directory {str(out)!r} appeared during the run")
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        staging.chmod(0o755)  # mkdtemp makes it private to the user; give it the usual mode
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 @dataclass(frozen=True)

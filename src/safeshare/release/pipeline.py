@@ -13,7 +13,7 @@ three are complete.
 >>> result = release(frame, schema=schema, out=tmp / "out", epsilon=1.0, seed=0,
 ...                  ledger=tmp / "ledger.sqlite", dataset_name="fair")
 >>> sorted(p.name for p in (tmp / "out").iterdir())
-['card.json', 'report.html', 'synthetic.csv']
+['.safeshare-output', 'card.json', 'report.html', 'synthetic.csv']
 >>> result.card["domain_source"], result.card["secure_noise"]
 ('schema', False)
 """
@@ -22,14 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from safeshare import __version__
 from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.data.domain import Domain, Kind
@@ -52,11 +50,11 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
+from safeshare.output_folder import check_output
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
 from safeshare.release.output import (
     OUTPUT_FORMATS,
-    check_output,
     sample_release,
     write_release,
 )
@@ -144,8 +142,7 @@ def release(
         )
     report = progress or no_progress
     budget = PrivacyBudget(epsilon, delta)
-    out = Path(out)
-    check_output(out, force)
+    out = check_output(out, force=force, inputs=(source, schema, workload, ledger))
     if output_format not in OUTPUT_FORMATS:
         raise InputError(
             f"unknown output format {output_format!r}; choose one of {list(OUTPUT_FORMATS)}"
@@ -208,6 +205,7 @@ def _release_input(
     """The release of one opened input (see :func:`release`)."""
     rand = Randomness(seed)
     rng = rand.generator()
+    discovery_noise, synthesis_noise = rand.spawn(2)  # a stream of its own for each mechanism
     n_train, n_holdout = data.split(holdout_fraction, RowOrder.draw(rng))
     frame = data.decision_frame()
     decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
@@ -225,7 +223,7 @@ def _release_input(
         method,
         rho,
         budget.delta,
-        seed,
+        synthesis_noise,
         _subrange(report, 0.2, 0.8),
         constraints=constraints,
         **synthesizer_options,
@@ -261,7 +259,7 @@ def _release_input(
     with refund_on_engine_failure(ledger, spend, checkpoint):
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
-            decisions, discovery, discovery_rows, rand, spend, checkpoint
+            decisions, discovery, discovery_rows, discovery_noise, spend, checkpoint
         )
         parts = data.encode(domain)
         train, holdout = parts.train_sample, parts.holdout_sample
@@ -300,8 +298,6 @@ def _release_input(
                 ledger=ledger_summary(ledger, status),
                 notes=notes + parts.notes + synthesizer.describe().get("notes", []),
                 model=synthesizer.describe(),
-                created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                version=__version__,
             )
             report("writing", 0.9)
             if assessment is not None:
@@ -376,7 +372,7 @@ def _synthesizer(
     method: str,
     rho: float,
     delta: float,
-    seed: int | None,
+    noise: Randomness,
     progress: Progress,
     *,
     workload: str | Path | None,
@@ -386,7 +382,7 @@ def _synthesizer(
     pe_options: dict[str, Any],
 ) -> MST | AIM | TabularPE:
     if method == "pe":
-        return TabularPE(rho=rho, delta=delta, rng=seed, progress=progress, **pe_options)
+        return TabularPE(rho=rho, delta=delta, rng=noise, progress=progress, **pe_options)
     if method == "aim":
         return AIM(
             rho=rho,
@@ -394,10 +390,10 @@ def _synthesizer(
             max_model_size=max_model_size,
             time_limit=time_limit,
             constraints=constraints,
-            rng=seed,
+            rng=noise,
             progress=progress,
         )
-    return MST(rho=rho, rng=seed, progress=progress)
+    return MST(rho=rho, rng=noise, progress=progress)
 
 
 def discovery_target(decision: ColumnDecision) -> Target:

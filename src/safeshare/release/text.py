@@ -19,7 +19,7 @@ the spend): a run stopped by an unreachable model server resumes there without p
 ...                       delta=1e-5, iterations=2, samples=20, seed=0, evaluate=False,
 ...                       ledger=tmp / "ledger.sqlite")
 >>> sorted(p.name for p in (tmp / "out").iterdir())
-['card.json', 'report.html', 'synthetic.csv']
+['.safeshare-output', 'card.json', 'report.html', 'synthetic.csv']
 >>> round(result.card["epsilon_spent"], 6), result.card["model"]["api"]["api"]
 (4.0, 'word')
 """
@@ -29,14 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from safeshare import __version__
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Kind
 from safeshare.data.row_order import RowOrder
@@ -48,7 +46,8 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError, ModelAPIError
 from safeshare.evaluate.split import holdout_size
 from safeshare.evaluate.text import text_metrics
-from safeshare.release.output import check_output, write_release
+from safeshare.output_folder import check_output
+from safeshare.release.output import write_release
 from safeshare.release.pipeline import (
     DOMAIN_SHARE,
     THRESHOLD_DELTA_SHARE,
@@ -151,8 +150,7 @@ def release_text(
     backend.column = text_column
     backend.check()
     budget = PrivacyBudget(epsilon, delta)
-    out = Path(out)
-    check_output(out, force)
+    out = check_output(out, force=force, inputs=(source, ledger, checkpoint))
     samples = DEFAULT_SAMPLES[backend.kind] if samples is None else samples
     for name, value in (("iterations", iterations), ("samples", samples), ("rows", rows)):
         if value is not None and (not isinstance(value, int) or value < 1):
@@ -174,6 +172,7 @@ def release_text(
     frame[text_column] = frame[text_column].fillna("").astype(str)
     rand = Randomness(seed)
     rng = rand.generator()
+    discovery_noise, evolution_noise = rand.spawn(2)  # a stream of its own for each mechanism
     n_holdout = holdout_size(len(frame), holdout_fraction)
     ranked = np.argsort(RowOrder.draw(rng).ranks(np.arange(len(frame))), kind="stable")
     holdout = frame.iloc[np.sort(ranked[:n_holdout])].reset_index(drop=True)
@@ -200,7 +199,7 @@ def release_text(
         "samples_per_iteration": samples,
         "lookahead": lookahead,
         "neighbour_search": check_search(neighbour_search),
-        "rng": seed,
+        "rng": evolution_noise,
     }
 
     def model_for(labels: list[str]) -> LabelledEvolution | PrivateEvolution:
@@ -243,7 +242,7 @@ def release_text(
     labels: list[str] = []
     if label_column is not None:
         report("finding the labels", 0.05)
-        labels = _labels(train, label_column, names, discovery, rand, spend.saved, notes)
+        labels = _labels(train, label_column, names, discovery, discovery_noise, spend.saved, notes)
         save_results(folder, {"labels": labels})
         kept = train[label_column].astype(str).isin(labels)
         if not kept.all():
@@ -289,8 +288,6 @@ def release_text(
         metrics=metrics,
         ledger=ledger_summary(ledger, spend.status),
         notes=notes + discovery_notes(labels, discover) + backend.notes,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        version=__version__,
     )
     report("writing", 0.95)
     html = render_text_report(card)

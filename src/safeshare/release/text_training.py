@@ -23,7 +23,7 @@ from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import InputError, SchemaError
-from safeshare.release.output import check_output
+from safeshare.output_folder import check_output
 from safeshare.release.pipeline import ledger_summary
 from safeshare.release.training import (
     SensitiveTable,
@@ -114,7 +114,7 @@ def train_text_release(
     """
     settings = settings or TextSettings()
     report = progress or no_progress
-    check_output(out, force)
+    check_output(out, force=force, inputs=(data, schema_path, ledger))
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -165,7 +165,7 @@ def train_text_release(
         max_records_per_user=max_records_per_user,
         device=device,
     )
-    card = training_card(prepared, model.card, epsilon)
+    card = training_card(prepared, model.card, epsilon, "dp-sgd (text classifier)")
     card["model"]["class_labels_source"] = str(
         next(d.source for d in prepared.decisions if d.name == target)
     )

@@ -26,9 +26,9 @@ from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
-from safeshare.release.output import check_output
+from safeshare.output_folder import check_output
 from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
-from safeshare.report.card import domain_source
+from safeshare.report.card import card_header, domain_source
 from safeshare.train.accounting import Accounting
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
@@ -95,7 +95,7 @@ def train_release(
     """
     settings = settings or TrainingSettings()
     report = progress or no_progress
-    check_output(out, force)
+    check_output(out, force=force, inputs=(data, schema_path, ledger))
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -141,7 +141,7 @@ def train_release(
         max_records_per_user=settings.max_records_per_user,
         device=device,
     )
-    card = training_card(prepared, model.card, epsilon)
+    card = training_card(prepared, model.card, epsilon, "dp-sgd (tabular MLP)")
     card["ledger"] = ledger_summary(book, status)
     model = TabularModel(model.module, model.features, model.target, card)
     report("writing", 1.0)
@@ -240,8 +240,11 @@ def prepare_table(
     return Prepared(table, decisions, name, fingerprint, spent_epsilon, spent_delta, delta, notes)
 
 
-def training_card(prepared: Prepared, model_card: dict[str, Any], epsilon: float) -> dict[str, Any]:
-    """The model's card plus where every column's domain came from and the whole budget."""
+def training_card(
+    prepared: Prepared, model_card: dict[str, Any], epsilon: float, method: str
+) -> dict[str, Any]:
+    """The model's card under the header every card has (:func:`card_header`), plus where
+    every column's domain came from and the whole budget."""
     privacy = model_card["privacy"]
     source = domain_source(prepared.decisions)
     columns = {
@@ -282,10 +285,17 @@ def training_card(prepared: Prepared, model_card: dict[str, Any], epsilon: float
     if unsafe:
         not_dp.append("--unsafe-infer: categories and bounds were read without noise")
     dpsgd = {**privacy, "public": "see 'public' and each column's 'source'"}
+    header = card_header(
+        method,
+        guarantee,
+        budget=PrivacyBudget(epsilon, total_delta),
+        secure_noise=privacy.get("secure_noise"),
+        source={"name": prepared.name, "sha256": prepared.fingerprint},
+    )
     return {
+        **header,
         **model_card,
         "privacy": dpsgd,
-        "guarantee": guarantee,
         "budget": {
             "epsilon": epsilon,
             "epsilon_spent": total_epsilon,
@@ -300,7 +310,6 @@ def training_card(prepared: Prepared, model_card: dict[str, Any], epsilon: float
                 {"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": privacy["delta"]},
             ],
         },
-        "input": {"name": prepared.name, "sha256": prepared.fingerprint},
         "domain_source": source,
         "columns": columns,
         "public": public,

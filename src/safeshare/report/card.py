@@ -6,12 +6,21 @@ from the private data *without* DP is listed under ``not_dp``.
 
 >>> sorted(REQUIRED_FIELDS)[:4]
 ['budget', 'columns', 'created_at', 'delta']
+
+Every artifact's card (a release, an anonymized table, a PAC output, a trained model) opens
+with the same header:
+
+>>> header = card_header("mst", "none", budget=None, secure_noise=True, source={"name": "t"})
+>>> sorted(header) == sorted(HEADER_FIELDS)
+True
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +48,45 @@ REQUIRED_FIELDS = frozenset(
         "safeshare_version",
     }
 )
+
+
+HEADER_FIELDS = (
+    "safeshare_version",
+    "created_at",
+    "method",
+    "guarantee",
+    "epsilon",
+    "delta",
+    "secure_noise",
+    "input",
+)
+"""The fields every card opens with, whatever the artifact."""
+
+
+def card_header(
+    method: str,
+    guarantee: str,
+    *,
+    budget: PrivacyBudget | None,
+    secure_noise: bool | None,
+    source: Mapping[str, Any],
+    created_at: str | None = None,
+) -> dict[str, Any]:
+    """The header of every card: what made it, when, the guarantee and its budget (None where
+    the method is not DP), whether the noise is secure (None where there is none) and the
+    input (name and SHA-256)."""
+    from safeshare import __version__
+
+    return {
+        "safeshare_version": __version__,
+        "created_at": created_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        "method": method,
+        "guarantee": guarantee,
+        "epsilon": budget.epsilon if budget is not None else None,
+        "delta": budget.delta if budget is not None else None,
+        "secure_noise": secure_noise,
+        "input": dict(source),
+    }
 
 
 def domain_source(decisions: list[ColumnDecision]) -> str:
@@ -74,8 +122,6 @@ def build_card(
     ledger: dict[str, Any],
     notes: list[str],
     model: dict[str, Any],
-    created_at: str,
-    version: str,
 ) -> dict[str, Any]:
     source = domain_source(decisions)
     columns: dict[str, Any] = {}
@@ -114,13 +160,15 @@ def build_card(
     )
     if source == "private data, not DP":
         guarantee = "none: the domain was read from the private data without DP (--unsafe-infer)"
+    header = card_header(
+        method,
+        guarantee,
+        budget=budget,
+        secure_noise=secure_noise,
+        source={"name": name, "sha256": fingerprint},
+    )
     return {
-        "safeshare_version": version,
-        "created_at": created_at,
-        "method": method,
-        "guarantee": guarantee,
-        "epsilon": budget.epsilon,
-        "delta": budget.delta,
+        **header,
         "epsilon_spent": epsilon_spent,
         "budget": {
             "accounting": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
@@ -129,10 +177,8 @@ def build_card(
             "delta_thresholds": accountant.delta_extra,
             "items": accountant.itemize(epsilon_spent),
         },
-        "secure_noise": secure_noise,
         "domain_source": source,
         "columns": columns,
-        "input": {"name": name, "sha256": fingerprint},
         "rows_in": rows_in,
         "rows_train": rows_train,
         "rows_holdout": rows_holdout,

@@ -12,8 +12,7 @@ to the noise's, and the posterior-success bound as releases add up.
 >>> release = calibrate(lambda d: d["x"].mean(), frame, mi_budget=0.5, samples=128, rng=0)
 >>> output = release.apply()
 >>> card = build_pac_card(release, output, name="toy", fingerprint="0" * 64, function="mean",
-...     columns={"x": "numeric"}, rows_in=300, created_at="2026-01-01T00:00:00+00:00",
-...     version="0")
+...     columns={"x": "numeric"}, rows_in=300)
 >>> card["method"], card["epsilon"], round(card["pac"]["bound"]["posterior_success"], 3)
 ('pac', None, 0.952)
 >>> "<svg" in render_pac_report(card, release, output)
@@ -30,6 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from safeshare.pac.attack import AttackResult
 from safeshare.pac.bounds import posterior_success
 from safeshare.pac.release import PACOutput, PACRelease
+from safeshare.report.card import card_header
 from safeshare.report.plots import _figure, _svg
 
 _OUTPUT, _NOISE, _BOUND = "#4C72B0", "#DD8452", "#8C8C8C"
@@ -45,8 +45,6 @@ def build_pac_card(
     function: str,
     columns: dict[str, str],
     rows_in: int,
-    created_at: str,
-    version: str,
     attack: AttackResult | None = None,
 ) -> dict[str, Any]:
     """The card of one PAC release (all fields :func:`~safeshare.report.card.write_card` needs)."""
@@ -72,13 +70,15 @@ def build_pac_card(
     }
     if attack is not None:
         metrics["membership_attack"] = attack.to_dict()
+    header = card_header(
+        "pac",
+        guarantee,
+        budget=None,
+        secure_noise=release.secure_noise,
+        source={"name": name, "sha256": fingerprint},
+    )
     return {
-        "safeshare_version": version,
-        "created_at": created_at,
-        "method": "pac",
-        "guarantee": guarantee,
-        "epsilon": None,
-        "delta": None,
+        **header,
         "dp_equivalent_epsilon": bound.dp_epsilon,
         "dp_equivalent_delta": bound.delta,
         "budget": {
@@ -88,10 +88,8 @@ def build_pac_card(
             "releases": bound.releases,
             "mi_total": bound.mi,
         },
-        "secure_noise": release.secure_noise,
         "domain_source": "none: the function reads the data directly",
         "columns": {c: {"kind": kind, "dropped": False} for c, kind in columns.items()},
-        "input": {"name": name, "sha256": fingerprint},
         "function": function,
         "rows_in": rows_in,
         "rows_out": 0,

@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.events import PrivacyEvent
-from safeshare.report.card import as_json
+from safeshare.report.card import as_json, card_header
 
 
 def gdp_items(events: Sequence[PrivacyEvent]) -> list[dict[str, Any]]:
@@ -65,8 +65,6 @@ def build_text_card(
     metrics: dict[str, Any],
     ledger: dict[str, Any],
     notes: list[str],
-    created_at: str,
-    version: str,
 ) -> dict[str, Any]:
     """The card of a text release, as it reads back from JSON."""
     mu = math.sqrt(math.fsum(2 * e.rho for e in events))
@@ -98,14 +96,16 @@ def build_text_card(
         f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
         "training split" + (", for anyone who does not know the seed" if not secure_noise else "")
     )
+    header = card_header(
+        "pe",
+        guarantee,
+        budget=budget,
+        secure_noise=secure_noise,
+        source={"name": name, "sha256": fingerprint},
+    )
     card = {
-        "safeshare_version": version,
-        "created_at": created_at,
-        "method": "pe",
+        **header,
         "data": "text",
-        "guarantee": guarantee,
-        "epsilon": budget.epsilon,
-        "delta": budget.delta,
         "epsilon_spent": epsilon_spent,
         "budget": {
             "accounting": "Gaussian DP: Gaussian steps of L2 sensitivity 1 compose to mu-GDP with "
@@ -122,10 +122,8 @@ def build_text_card(
             "the exact GDP curve, shown for comparison",
             "items": gdp_items(events),
         },
-        "secure_noise": secure_noise,
         "domain_source": f"labels: {labels_from}" if label_column else "no label column",
         "columns": columns,
-        "input": {"name": name, "sha256": fingerprint},
         "rows_in": rows_in,
         "rows_train": rows_train,
         "rows_holdout": rows_holdout,

@@ -34,7 +34,7 @@ from safeshare.data.domain import Domain
 from safeshare.data.table import CodedTable, Table
 from safeshare.dp.events import PrivacyEvent, ZCDPEvent
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.engine import CountingEngine, engine_for
 from safeshare.errors import EncodingError, SchemaError
 from safeshare.synth.base import FitOnce, budget_rho
@@ -88,7 +88,7 @@ class AIM(FitOnce):
         compress: bool = True,
         constraints: Sequence[dict[str, Any] | Constraint] = (),
         engine: CountingEngine | None = None,
-        rng: int | np.random.Generator | None = None,
+        rng: RandomSource = None,
         progress: Progress | None = None,
     ) -> None:
         self.epsilon = epsilon

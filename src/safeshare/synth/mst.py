@@ -37,7 +37,7 @@ from safeshare.data.domain import Domain
 from safeshare.data.table import CodedTable, Table
 from safeshare.dp.events import ComposedEvent, ExponentialEvent, GaussianEvent, PrivacyEvent
 from safeshare.dp.mechanisms import ExponentialMechanism, GaussianMechanism
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.engine import CountingEngine, engine_for
 from safeshare.errors import EncodingError
 from safeshare.synth.base import FitOnce, budget_rho
@@ -61,7 +61,7 @@ class MST(FitOnce):
         rho: float | None = None,
         iterations: int = 500,
         engine: CountingEngine | None = None,
-        rng: int | np.random.Generator | None = None,
+        rng: RandomSource = None,
         progress: Progress | None = None,
     ) -> None:
         self.epsilon = epsilon

@@ -21,9 +21,6 @@ noise calibrated so the card's epsilon is exact.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from safeshare.data import Table
-from safeshare.errors import InputError, InputFileNotFoundError, OutputExistsError, SchemaError
+from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
+from safeshare.output_folder import staged_output
 from safeshare.train.accounting import Accounting
 from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
@@ -137,12 +135,7 @@ def write_model(
         raise InputError(
             "saving a model needs safetensors: pip install 'safeshare[train]'"
         ) from None
-    target = Path(out)
-    if target.exists() and not force:
-        raise OutputExistsError(f"output directory {str(target)!r} exists; pass force=True")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with staged_output(out, force=force) as staging:
         weights = {k: v.detach().contiguous() for k, v in module.state_dict().items()}
         save_file(weights, str(staging / "model.safetensors"))
         text = json.dumps(card, indent=2, allow_nan=False) + "\n"
@@ -151,14 +144,7 @@ def write_model(
             if name in ("model.safetensors", "card.json") or Path(name).name != name:
                 raise InputError(f"extra file name {name!r} must be a plain, new file name")
             (staging / name).write_text(content, encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
-        os.chmod(staging, 0o755)
-        staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return Path(out)
 
 
 def read_model(folder: str | Path, kind: str, written_by: str) -> tuple[dict[str, Any], Any]:

@@ -43,7 +43,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain
 from safeshare.data.table import Table
 from safeshare.dp.events import PrivacyEvent
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
 from safeshare.synth.pe.accounting import (
     gdp_epsilon,
@@ -107,7 +107,7 @@ class PrivateEvolution:
         neighbour_search: Search = "auto",
         checkpoint: str | Path | None = None,
         callbacks: Sequence[Callback] = (),
-        rng: int | np.random.Generator | None = None,
+        rng: RandomSource = None,
         progress: Progress | None = None,
     ) -> None:
         self.api = api

@@ -44,7 +44,7 @@ import pandas as pd
 
 from safeshare.dp.events import GaussianEvent, PrivacyEvent
 from safeshare.dp.mechanisms import GaussianMechanism
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
 from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu, histogram_events
 from safeshare.synth.pe.api import Embedder
@@ -73,7 +73,7 @@ class LabelledEvolution:
         iterations: int = 10,
         samples_per_iteration: int | Sequence[int] = 1000,
         checkpoint: str | Path | None = None,
-        rng: int | np.random.Generator | None = None,
+        rng: RandomSource = None,
         **options: Any,
     ) -> None:
         self.api_for = api_for

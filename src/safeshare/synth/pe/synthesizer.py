@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
-import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress
 from safeshare.data.table import CodedTable, Table
+from safeshare.dp.randomness import RandomSource
 from safeshare.errors import InputError, NotFittedError
 from safeshare.synth.pe.evolution import PrivateEvolution
 from safeshare.synth.pe.neighbors import Search
@@ -64,7 +64,7 @@ class TabularPE(PrivateEvolution):
         lookahead: int = 0,
         neighbour_search: Search = "auto",
         checkpoint: str | Path | None = None,
-        rng: int | np.random.Generator | None = None,
+        rng: RandomSource = None,
         progress: Progress | None = None,
     ) -> None:
         super().__init__(
