@@ -113,7 +113,9 @@ def test_the_ledger_refuses_a_second_release_until_the_total_is_raised(tmp_path,
     assert read_card(tmp_path / "b")["ledger"]["spent_epsilon"] == pytest.approx(2.0)
 
 
-def test_output_directory_is_replaced_only_with_force_and_only_when_safeshare_wrote_it(tmp_path, fair_csv, fair):
+def test_output_directory_is_replaced_only_with_force_and_only_when_safeshare_wrote_it(
+    tmp_path, fair_csv, fair
+):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
