@@ -1,4 +1,5 @@
 import multiprocessing
+import random
 import sqlite3
 
 import pytest
@@ -70,3 +71,111 @@ def test_two_processes_cannot_both_overspend(tmp_path):
     assert outcomes == ["refused", "refused", "refused", "spent"]
     rows = sqlite3.connect(path).execute("SELECT COUNT(*) FROM spends").fetchone()[0]
     assert rows == 1
+
+
+def _two_datasets(path):
+    ledger = Ledger(path)
+    ledger.set_total("f00d", PrivacyBudget(3.0, 1e-8), name="data.csv")
+    spent = ledger.spend("f00d", ONE, label="a")
+    ledger.spend("beef", ONE, label="b", name="other.csv")
+    ledger.refund(spent.spend_id, "engine job failed")
+    return [(s.fingerprint, s.spent_epsilon, s.total.epsilon) for s in ledger.datasets()]
+
+
+def test_a_truncated_foreign_or_folder_ledger_is_refused(tmp_path):
+    path = tmp_path / "l.sqlite"
+    _two_datasets(path)
+    path.write_bytes(b"")
+    with pytest.raises(LedgerError, match="empty"):
+        Ledger(path)
+    foreign = tmp_path / "notes.sqlite"
+    sqlite3.connect(foreign).execute("CREATE TABLE notes (text TEXT)").connection.commit()
+    with pytest.raises(LedgerError, match="not a safeshare privacy ledger"):
+        Ledger(foreign)
+    (tmp_path / "text.sqlite").write_text("hello, not a database\n" * 100)
+    with pytest.raises(LedgerError):
+        Ledger(tmp_path / "text.sqlite")
+    with pytest.raises(LedgerError, match="no privacy ledger"):
+        Ledger(tmp_path / "missing.sqlite", create=False)
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "UPDATE spends SET epsilon = 0.1",
+        "UPDATE datasets SET total_epsilon = 99",
+        "DELETE FROM refunds",
+        "DELETE FROM spends WHERE label = 'b'",
+        "DELETE FROM log WHERE seq = (SELECT MAX(seq) FROM log)",
+        "UPDATE log SET entry = replace(entry, '1.0', '0.5')",
+        "DELETE FROM meta",
+    ],
+)
+def test_an_altered_or_lost_record_is_detected(tamper, tmp_path):
+    path = tmp_path / "l.sqlite"
+    _two_datasets(path)
+    db = sqlite3.connect(path)
+    db.execute(tamper)
+    db.commit()
+    db.close()
+    with pytest.raises(LedgerError, match=r"altered or damaged|lost its log"):
+        Ledger(path).datasets()
+
+
+def test_random_byte_corruptions_never_give_silently_wrong_totals(tmp_path):
+    path = tmp_path / "l.sqlite"
+    truth = _two_datasets(path)
+    original = path.read_bytes()
+    written = [i for i, byte in enumerate(original) if byte]  # not the pages' free space
+    rng = random.Random(0)
+    detected = unchanged = 0
+    for _ in range(40):
+        data = bytearray(original)
+        data[rng.choice(written)] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(data))
+        try:
+            seen = [
+                (s.fingerprint, s.spent_epsilon, s.total.epsilon) for s in Ledger(path).datasets()
+            ]
+        except LedgerError:
+            detected += 1
+            continue
+        assert sorted(seen) == sorted(truth)  # an undetected flip changed no figure
+        unchanged += 1
+    assert detected + unchanged == 40 and detected > 0
+
+
+def test_lookups_are_exact(tmp_path):
+    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger.set_total("f00d", PrivacyBudget(3.0, 1e-8), name="data.csv")
+    assert ledger.find("%") is None and ledger.find("_") is None and ledger.find("f0%") is None
+    assert ledger.find("f00").name == "data.csv" and ledger.find("data.csv").fingerprint == "f00d"
+    with pytest.raises(LedgerError, match="give a dataset"):
+        ledger.find("")
+
+
+def test_a_ledger_of_an_earlier_version_starts_its_log(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE datasets (fingerprint TEXT PRIMARY KEY, name TEXT NOT NULL, "
+        "total_epsilon REAL NOT NULL, total_delta REAL NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL, "
+        "label TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE refunds (spend_id INTEGER PRIMARY KEY, reason TEXT NOT NULL, "
+        "created_at TEXT NOT NULL);"
+        "INSERT INTO datasets VALUES ('ab', 'd.csv', 2.0, 1e-8, '2026-01-01');"
+        "INSERT INTO spends VALUES (1, 'ab', 'mst', 1.0, 1e-9, '2026-01-01');"
+    )
+    db.commit()
+    db.close()
+    ledger = Ledger(path)
+    assert ledger.status("ab").spent_epsilon == 1.0
+    assert ledger.spend("ab", ONE, label="aim").spent_epsilon == 2.0
+    db = sqlite3.connect(path)
+    db.execute("UPDATE spends SET epsilon = 0.0")
+    db.commit()
+    db.close()
+    with pytest.raises(LedgerError, match="altered"):
+        Ledger(path)

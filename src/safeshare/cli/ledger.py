@@ -20,10 +20,14 @@ def list_datasets(
         None, help="Ledger file (default: $SAFESHARE_LEDGER or user data dir)."
     ),
 ) -> None:
-    """Every dataset in the ledger with its spent and total budget."""
-    from safeshare.dp.ledger import Ledger
+    """Every dataset in the ledger with its spent and total budget (creates nothing)."""
+    from safeshare.dp.ledger import Ledger, default_ledger_path
 
-    book = Ledger(ledger)
+    path = ledger or default_ledger_path()
+    if not path.exists():
+        stdout.print(f"there is no ledger at {path}: nothing was released with it")
+        return
+    book = Ledger(path, create=False)
     rows = book.datasets()
     if not rows:
         stdout.print(f"the ledger at {book.path} records no release yet")

@@ -9,6 +9,11 @@ composition: their epsilons add up, and so do their deltas.  A spend is refunded
 (:meth:`Ledger.refund`) only where a release failed for reasons of the machine, before it
 released anything: the refund is recorded next to the spend, which then stops counting.
 
+Every change (a total, a spend, a refund) is also appended to a log whose entries are chained
+by SHA-256, its head kept beside it; each use of the ledger replays the log and refuses a
+ledger whose tables, log or head disagree (an altered, lost or corrupted record), an empty
+file (a truncated ledger is never silently started anew) and a file that is not a ledger.
+
 >>> import tempfile, pathlib
 >>> from safeshare.dp.budget import PrivacyBudget
 >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
@@ -23,15 +28,20 @@ safeshare.errors.BudgetExceededError: dataset 'patients.csv' (sha256 ab12...) ha
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.errors import BudgetExceededError, LedgerError
@@ -59,7 +69,18 @@ CREATE TABLE IF NOT EXISTS refunds (
     reason TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS log (
+    seq INTEGER PRIMARY KEY,
+    entry TEXT NOT NULL,
+    digest TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
+_TABLES = {"datasets", "spends", "refunds", "log", "meta"}
+_GENESIS = "0" * 64
 
 
 def default_ledger_path() -> Path:
@@ -94,36 +115,129 @@ class LedgerStatus:
 class Ledger:
     """A persistent per-dataset budget, safe under concurrent processes."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, create: bool = True) -> None:
+        """Open the ledger at ``path``; a missing one is created (unless ``create`` is False:
+        then a missing ledger is a :class:`LedgerError`, and nothing is written)."""
         self.path = Path(path) if path is not None else default_ledger_path()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                if not create:
+                    raise LedgerError(f"there is no privacy ledger at {str(self.path)!r}")
+                self._create()
+            if self.path.is_dir() or self.path.stat().st_size == 0:
+                raise LedgerError(
+                    f"the privacy ledger at {str(self.path)!r} is "
+                    + ("a folder" if self.path.is_dir() else "empty (truncated?)")
+                    + "; restore it from a backup: a new ledger would forget every spend"
+                )
             with self._connect() as db:
-                db.executescript(_SCHEMA)
+                self._check_file(db)
+            with self._reading():
+                pass
         except (OSError, sqlite3.Error) as err:
             raise LedgerError(
                 f"cannot open the privacy ledger at {str(self.path)!r} ({err}); "
                 f"pass --ledger PATH or set {LEDGER_ENV}"
             ) from None
 
+    def _create(self) -> None:
+        """A new, complete ledger file, put in place atomically: no process sees it empty."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        os.close(handle)
+        try:
+            db = sqlite3.connect(temporary, isolation_level=None)
+            try:
+                db.executescript(_SCHEMA)
+                db.execute("INSERT INTO meta VALUES ('head', ?), ('count', '0')", (_GENESIS,))
+            finally:
+                db.close()
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                os.link(temporary, self.path)
+        finally:
+            os.unlink(temporary)
+
+    def _check_file(self, db: sqlite3.Connection) -> None:
+        if db.execute("PRAGMA integrity_check").fetchone()[0] != "ok":  # indexes too
+            raise LedgerError(
+                f"the privacy ledger at {str(self.path)!r} is corrupted (SQLite's integrity "
+                "check failed); restore it from a backup"
+            )
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {"datasets", "spends", "refunds"} <= names:
+            raise LedgerError(
+                f"{str(self.path)!r} is not a safeshare privacy ledger (tables "
+                f"{sorted(names)}); pass the ledger's path with --ledger"
+            )
+        if not names >= _TABLES:  # a ledger of an earlier version: its log starts now
+            db.executescript(_SCHEMA)
+            with _immediate(db):
+                if db.execute("SELECT 1 FROM meta WHERE key = 'head'").fetchone() is None:
+                    self._adopt(db)
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
             yield db
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as err:  # a damaged file
+            raise self._altered(f"SQLite: {err}") from None
         finally:
             db.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self._connect() as db, _immediate(db):
+            self._verify(db)
+            yield db
+
+    def _append(self, db: sqlite3.Connection, entry: dict[str, object]) -> None:
+        """Chain ``entry`` onto the log and move the head (inside the caller's transaction)."""
+        head, count = _head(db)
+        text = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+        digest = _digest(head, text)
+        db.execute("INSERT INTO log VALUES (?, ?, ?)", (count + 1, text, digest))
+        db.execute("UPDATE meta SET value = ? WHERE key = 'head'", (digest,))
+        db.execute("UPDATE meta SET value = ? WHERE key = 'count'", (str(count + 1),))
+
+    def _verify(self, db: sqlite3.Connection) -> None:
+        """Refuse a ledger whose log chain, head or tables disagree, or that cannot be read."""
+        try:
+            self._replay(db)
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, sqlite3.DataError):
+            raise self._altered("a record cannot be read") from None
+
+    def _replay(self, db: sqlite3.Connection) -> None:
+        head, count = _head(db)
+        digest, replayed = _GENESIS, _Replay()
+        rows = db.execute("SELECT seq, entry, digest FROM log ORDER BY seq").fetchall()
+        for expected, (seq, entry, stored) in enumerate(rows, start=1):
+            digest = _digest(digest, entry)
+            if seq != expected or stored != digest:
+                raise self._altered(f"log entry {expected} does not follow the one before")
+            replayed.apply(json.loads(entry))
+        if (digest, len(rows)) != (head, count):
+            raise self._altered("the log's head is not the one recorded: an entry was lost")
+        if replayed.tables() != _tables(db):
+            raise self._altered("its tables disagree with its log")
+
+    def _adopt(self, db: sqlite3.Connection) -> None:
+        """Start the log of a ledger written before the log existed, from its tables."""
+        db.execute("INSERT INTO meta VALUES ('head', ?), ('count', '0')", (_GENESIS,))
+        datasets, spends, refunds = _tables(db)
+        for fingerprint, (name, epsilon, delta) in sorted(datasets.items()):
+            self._append(db, _total_entry(fingerprint, name, epsilon, delta))
+        for spend_id, (fingerprint, label, epsilon, delta) in sorted(spends.items()):
+            entry = {"op": "spend", "id": spend_id, "fingerprint": fingerprint, "label": label}
+            self._append(db, {**entry, "epsilon": epsilon, "delta": delta})
+        for spend_id in sorted(refunds):
+            self._append(db, {"op": "refund", "spend_id": spend_id})
+
+    def _altered(self, what: str) -> LedgerError:
+        return LedgerError(
+            f"the privacy ledger at {str(self.path)!r} was altered or damaged ({what}); restore "
+            "it from a backup: safeshare spends nothing against it"
+        )
 
     def set_total(self, fingerprint: str, total: PrivacyBudget, name: str | None = None) -> None:
         """Set (or change) a dataset's total budget; it may not go below what is spent."""
@@ -143,6 +257,10 @@ class Ledger:
                 "total_epsilon = excluded.total_epsilon, total_delta = excluded.total_delta, "
                 "name = COALESCE(?, datasets.name)",
                 (fingerprint, name or fingerprint[:12], total.epsilon, total.delta, now, name),
+            )
+            kept = db.execute("SELECT name FROM datasets WHERE fingerprint = ?", (fingerprint,))
+            self._append(
+                db, _total_entry(fingerprint, kept.fetchone()[0], total.epsilon, total.delta)
             )
 
     def spend(
@@ -166,12 +284,20 @@ class Ledger:
                     "INSERT INTO datasets VALUES (?, ?, ?, ?, ?)",
                     (fingerprint, name or fingerprint[:12], total.epsilon, total.delta, _now()),
                 )
+                first = _total_entry(
+                    fingerprint, name or fingerprint[:12], total.epsilon, total.delta
+                )
+                self._append(db, first)
                 status = LedgerStatus(fingerprint, name or fingerprint[:12], total, 0.0, 0.0, 0)
             _check(status, cost)
             recorded = db.execute(
                 "INSERT INTO spends (fingerprint, label, epsilon, delta, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (fingerprint, label, cost.epsilon, cost.delta, _now()),
+            )
+            entry = {"op": "spend", "id": recorded.lastrowid, "fingerprint": fingerprint}
+            self._append(
+                db, {**entry, "label": label, "epsilon": cost.epsilon, "delta": cost.delta}
             )
             after = self._status(db, fingerprint)
         if after is None:
@@ -197,33 +323,48 @@ class Ledger:
             if db.execute("SELECT 1 FROM refunds WHERE spend_id = ?", (spend_id,)).fetchone():
                 raise LedgerError(f"spend {spend_id} was refunded already")
             db.execute("INSERT INTO refunds VALUES (?, ?, ?)", (spend_id, reason, _now()))
+            self._append(db, {"op": "refund", "spend_id": spend_id})
             after = self._status(db, row[0])
         if after is None:
             raise LedgerError("the ledger lost a dataset inside a transaction")
         return after
 
     def status(self, fingerprint: str) -> LedgerStatus | None:
-        with self._connect() as db:
+        with self._reading() as db:
             return self._status(db, fingerprint)
 
     def datasets(self) -> list[LedgerStatus]:
-        with self._connect() as db:
+        with self._reading() as db:
             rows = db.execute("SELECT fingerprint FROM datasets ORDER BY created_at").fetchall()
             found = [self._status(db, r[0]) for r in rows]
         return [s for s in found if s is not None]
 
     def find(self, key: str) -> LedgerStatus | None:
-        """A dataset by fingerprint (or a unique prefix of it) or by name."""
-        with self._connect() as db:
+        """A dataset by its exact name, or by its fingerprint or a unique prefix of it (a
+        string compared as it is: no pattern)."""
+        if not key:
+            raise LedgerError("give a dataset's name, fingerprint or the data file's path")
+        with self._reading() as db:
             rows = db.execute(
-                "SELECT fingerprint FROM datasets WHERE fingerprint LIKE ? OR name = ?",
-                (f"{key}%", key),
+                "SELECT fingerprint FROM datasets WHERE substr(fingerprint, 1, ?) = ? OR name = ?",
+                (len(key), key, key),
             ).fetchall()
             if len(rows) > 1:
                 raise LedgerError(
                     f"{key!r} matches {len(rows)} datasets; give more of the fingerprint"
                 )
             return self._status(db, rows[0][0]) if rows else None
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A consistent, verified view (one read transaction)."""
+        with self._connect() as db:
+            db.execute("BEGIN")
+            try:
+                self._verify(db)
+                yield db
+            finally:
+                db.execute("ROLLBACK")
 
     @staticmethod
     def _status(db: sqlite3.Connection, fingerprint: str) -> LedgerStatus | None:
@@ -270,3 +411,73 @@ def _check(status: LedgerStatus, cost: PrivacyBudget) -> None:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _digest(previous: str, entry: str) -> str:
+    return hashlib.sha256(f"{previous}\n{entry}".encode()).hexdigest()
+
+
+def _head(db: sqlite3.Connection) -> tuple[str, int]:
+    meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+    if "head" not in meta or not str(meta.get("count", "")).isdigit():
+        raise LedgerError("the privacy ledger lost its log's head; restore it from a backup")
+    return str(meta["head"]), int(meta["count"])
+
+
+def _total_entry(fingerprint: str, name: str, epsilon: float, delta: float) -> dict[str, object]:
+    return {"op": "total", "fingerprint": fingerprint, "name": name, "epsilon": epsilon,
+            "delta": delta}  # fmt: skip
+
+
+_Tables = tuple[
+    dict[str, tuple[str, float, float]], dict[int, tuple[str, str, float, float]], set[int]
+]
+
+
+def _tables(db: sqlite3.Connection) -> _Tables:
+    """The ledger's tables as the log describes them: totals, spends and refunds."""
+    datasets = {
+        r[0]: (r[1], r[2], r[3])
+        for r in db.execute("SELECT fingerprint, name, total_epsilon, total_delta FROM datasets")
+    }
+    spends = {
+        r[0]: (r[1], r[2], r[3], r[4])
+        for r in db.execute("SELECT id, fingerprint, label, epsilon, delta FROM spends")
+    }
+    refunds = {r[0] for r in db.execute("SELECT spend_id FROM refunds")}
+    return datasets, spends, refunds
+
+
+class _Replay:
+    """The tables a log's entries build, entry by entry."""
+
+    def __init__(self) -> None:
+        self.datasets: dict[str, tuple[str, float, float]] = {}
+        self.spends: dict[int, tuple[str, str, float, float]] = {}
+        self.refunds: set[int] = set()
+
+    def apply(self, entry: dict[str, Any]) -> None:
+        op = entry.get("op")
+        if op == "total":
+            self.datasets[entry["fingerprint"]] = (entry["name"], entry["epsilon"], entry["delta"])
+        elif op == "spend":
+            spend = (entry["fingerprint"], entry["label"], entry["epsilon"], entry["delta"])
+            self.spends[int(entry["id"])] = spend
+        elif op == "refund":
+            self.refunds.add(int(entry["spend_id"]))
+        else:
+            raise LedgerError(f"the privacy ledger's log holds an unknown entry {op!r}")
+
+    def tables(self) -> _Tables:
+        return self.datasets, self.spends, self.refunds
