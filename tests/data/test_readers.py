@@ -68,6 +68,9 @@ def test_parquet(tmp_path):
         ("a,b,c\n", "header but no rows"),
         ("a,b\n1,2\n3,4,5,6\n", "not a well-formed table at line 3"),
         ("a,,c\n1,2,3\n", "without a name"),
+        ("a,b,c\n1,2,3\n4,5\n6,7,8\n", "at line 3: 2 field\\(s\\) where the header has 3"),
+        ("a,b,c\n1,2,3\n4;5;6\n6,7,8\n", "at line 3: 1 field\\(s\\) .* one delimiter"),
+        ("age,score,sex,score\n30,5,M,5\n40,6,F,6\n", "two columns named 'score'"),
     ],
 )
 def test_bad_tables_get_one_clear_line(tmp_path, content, message):
@@ -112,3 +115,8 @@ def test_arx_adult_semicolons():
     frame = read_frame(SHARED / "adult-arx" / "adult.csv")
     assert frame.shape == (30162, 9)
     assert frame.columns[0] == "sex"
+
+
+def test_a_numeric_looking_header_is_a_header(tmp_path):
+    frame = read_frame(write(tmp_path, "id,2019,2020\n1,5,6\n2,7,8\n3,9,1\n"))
+    assert list(frame.columns) == ["id", "2019", "2020"] and len(frame) == 3

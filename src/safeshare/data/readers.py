@@ -121,6 +121,9 @@ def _read_csv(
     dialect_delimiter = _sniff_delimiter(text[:_SNIFF_BYTES])
     if header is None:
         header = _has_header(text[:_SNIFF_BYTES], dialect_delimiter)
+    if header:  # before the parser renames a repeated name ('decile_score.1')
+        reader = csv.reader(io.StringIO(text), delimiter=dialect_delimiter, skipinitialspace=True)
+        check_column_names([name.strip() for name in next(reader, [])], str(path))
     try:
         frame = pd.read_csv(
             io.StringIO(text),
@@ -139,6 +142,7 @@ def _read_csv(
             f"{str(path)!r} is not a well-formed table{where}: rows have different numbers of "
             f"fields for the delimiter {dialect_delimiter!r}; fix that row or quote its fields"
         ) from None
+    _check_field_counts(text, dialect_delimiter, frame.shape[1], path)
     if not header:
         if names is not None and len(names) == frame.shape[1]:
             frame.columns = list(names)
@@ -150,6 +154,19 @@ def _read_csv(
     for name in frame.columns:
         frame[name] = _clean_text(frame[name].astype("string"), missing_values)
     return frame
+
+
+def _check_field_counts(text: str, delimiter: str, fields: int, path: Path) -> None:
+    """Refuse a row with fewer fields than the header (the parser would fill it with missing
+    values): a short row, or a row written with another delimiter."""
+    rows = csv.reader(io.StringIO(text), delimiter=delimiter, skipinitialspace=True)
+    for row in rows:
+        if row and len(row) < fields and any(cell.strip() for cell in row):
+            raise InputError(
+                f"{str(path)!r} is not a well-formed table at line {rows.line_num}: "
+                f"{len(row)} field(s) where the header has {fields} (for the delimiter "
+                f"{delimiter!r}); fix that row, quote its fields, or use one delimiter throughout"
+            )
 
 
 def _read_text(path: Path) -> str:
@@ -185,16 +202,19 @@ def _has_header(sample: str, delimiter: str) -> bool:
     if len(rows) < 2:
         return True
     first, rest = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
-    if any(_is_number(v) for v in first) or len({v.strip() for v in first}) < len(first):
-        return False
-    if not rest:
-        return True
     numeric_below = [
-        all(_is_number(r[i]) or r[i].strip() in MISSING_TOKENS for r in rest)
+        bool(rest)
+        and all(_is_number(r[i]) or r[i].strip() in MISSING_TOKENS for r in rest)
         and any(_is_number(r[i]) for r in rest)
         for i in range(len(first))
     ]
-    if any(numeric_below):
+    # a name above a column of numbers is a header, whatever its other names look like
+    # (`id,2019,2020`; a repeated name is then refused by check_column_names, not misread)
+    if any(below and not _is_number(v) for v, below in zip(first, numeric_below, strict=True)):
+        return True
+    if any(_is_number(v) for v in first) or len({v.strip() for v in first}) < len(first):
+        return False
+    if not rest:
         return True
     if len(rest) <= 2 or csv.Sniffer().has_header(sample):
         return True
