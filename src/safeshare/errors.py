@@ -58,6 +58,11 @@ class OutputExistsError(SafeshareError, FileExistsError):
     """The output directory exists and ``force`` was not given."""
 
 
+class OutputWriteError(SafeshareError, OSError):
+    """The output could not be written (a full disk, a lost mount); the message says whether
+    the run's budget was refunded."""
+
+
 class MissingDependencyError(SafeshareError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
 

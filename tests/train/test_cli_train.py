@@ -15,6 +15,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from safeshare.cli.train import train_command  # noqa: E402
 from safeshare.data.examples import load_example  # noqa: E402
+from safeshare.dp.ledger import Ledger  # noqa: E402
 from safeshare.errors import InputError, OutputExistsError, SchemaError  # noqa: E402
 from safeshare.report.card import HEADER_FIELDS  # noqa: E402
 
@@ -259,3 +260,43 @@ def test_a_user_batch_over_half_the_users_is_refused_before_the_ledger(fair_smal
     assert isinstance(result.exception, InputError)
     assert "half the users, 500" in str(result.exception)
     assert not ledger.exists() and not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--learning-rate", "nan"], "--learning-rate must be a positive, finite number"),
+        (["--learning-rate", "-1"], "--learning-rate must be a positive, finite number"),
+        (["--epochs", "inf"], "--epochs must be a positive, finite number"),
+        (["--seed", "-1"], "--seed must be a whole number"),
+        (["--epsilon", "1e308"], "protects no one"),
+    ],
+)
+def test_bad_settings_are_refused_before_the_ledger(extra, message, fair_small, tmp_path, capsys):
+    from safeshare.cli import main
+
+    data, schema = fair_small
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["train", str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema)]
+    code = main([*argv, "--out", str(tmp_path / "m"), "--ledger", str(ledger), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and message in err and "Traceback" not in err
+    assert not ledger.exists() or Ledger(ledger).datasets() == []
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_machine_failure_while_training_is_refunded(fair_small, tmp_path, monkeypatch, capsys):
+    from safeshare.cli import main
+    from safeshare.release import training
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(training.TabularModel, "save", full_disk)
+    data, schema = fair_small
+    ledger = tmp_path / "ledger.sqlite"
+    argv = ["train", str(data), "--target", "religious", "--epsilon", "1", "--schema", str(schema)]
+    code = main([*argv, "--out", str(tmp_path / "m"), "--ledger", str(ledger), "--epochs", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not charged" in err and "Traceback" not in err
+    assert sum(s.releases for s in Ledger(ledger).datasets()) == 0

@@ -198,9 +198,9 @@ class Hierarchy:
             lookup[-1] = self._index[MISSING_VALUE]
         if bad:
             uncovered = int(counts[np.isin(positions, bad)].sum())
-            raise HierarchyError(
-                f"column {self.column!r}: the value {str(uniques[bad[0]]).strip()!r} is not in its "
-                f"hierarchy ({uncovered} record(s) have uncovered values); add a row for it"
+            raise HierarchyError(  # counts only: an error never quotes a value of the data
+                f"column {self.column!r}: {len(bad)} distinct value(s), held by {uncovered} "
+                "record(s), are not in its hierarchy; add a row for every value of the column"
             )
         return lookup[positions].astype(np.int32)
 

@@ -1,4 +1,8 @@
-"""Console output shared by the commands: progress bars, summaries, one-line errors."""
+"""Console output shared by the commands: progress bars, summaries, one-line errors.
+
+Both consoles print text as it is (no Rich markup): a column named ``[/]`` or a value
+holding brackets is data, never a style.  Styles come from :func:`styled` and :func:`warn`.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,22 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
+from rich.text import Text
 
-console = Console(stderr=True, highlight=False)
-stdout = Console(highlight=False)
+console = Console(stderr=True, highlight=False, markup=False)
+stdout = Console(highlight=False, markup=False)
+
+
+def styled(text: object, style: str) -> Text:
+    """``text`` in ``style`` (e.g. "yellow"), never read as markup."""
+    return Text(str(text), style=style)
+
+
+def warn(line: object, label: str = "warning") -> None:
+    """One ``warning: ...`` line on stderr (the label in yellow, the line as it is)."""
+    console.print(Text.assemble(styled(f"{label}:", "yellow"), " ", str(line)))
 
 
 @contextmanager
@@ -45,7 +59,9 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
     synthetic = card.get("synthetic_file", "synthetic.csv")
     table.add_row("written", f"{out}/{synthetic}, card.json, report.html")
     table.add_row("guarantee", card["guarantee"])
-    table.add_row("noise", "secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]")
+    table.add_row(
+        "noise", "secure" if card["secure_noise"] else styled("seeded: not secure", "yellow")
+    )
     table.add_row("domain", card["domain_source"])
     if "engine" in card:
         table.add_row("engine", card["engine"]["name"])
@@ -67,9 +83,9 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
     )
     stdout.print(table)
     for line in warnings:
-        console.print(f"[yellow]warning:[/] {line}")
+        warn(line)
 
 
 def error(message: str) -> None:
-    # escaped: a message may name an extra, e.g. 'safeshare[faiss]', which is not markup
-    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    """The one ``error: ...`` line of a failed command (a message may name 'safeshare[faiss]')."""
+    console.print(Text.assemble(styled("error:", "bold red"), " ", message), soft_wrap=True)

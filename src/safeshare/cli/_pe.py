@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table as RichTable
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, styled, warn
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.synth.pe.backends import TextBackend
 
@@ -109,7 +109,9 @@ def release_text_command(
     table = RichTable(show_header=False, box=None, pad_edge=False)
     table.add_row("written", f"{out}/synthetic.csv, card.json, report.html")
     table.add_row("guarantee", card["guarantee"])
-    table.add_row("noise", "secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]")
+    table.add_row(
+        "noise", "secure" if card["secure_noise"] else styled("seeded: not secure", "yellow")
+    )
     budget = card["budget"]
     table.add_row(
         "accounting",
@@ -135,4 +137,4 @@ def release_text_command(
     )
     stdout.print(table)
     for line in result.warnings:
-        console.print(f"[yellow]warning:[/] {line}")
+        warn(line)

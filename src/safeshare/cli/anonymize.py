@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, styled, warn
 
 
 def anonymize_command(
@@ -42,11 +43,14 @@ def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -
     table = RichTable(show_header=False, box=None, pad_edge=False)
     table.add_row("written", f"{out}/anonymized.csv, card.json, report.html")
     table.add_row(
-        "guarantee", "[yellow]none formal[/]: anonymization without DP; run the risk suite"
+        "guarantee",
+        Text.assemble(
+            styled("none formal", "yellow"), ": anonymization without DP; run the risk suite"
+        ),
     )
     for model in card["models"]:
         reached = ", ".join(f"{k}={v:.4g}" for k, v in model["achieved"].items())
-        state = "satisfied" if model["satisfied"] else "[red]NOT satisfied[/]"
+        state = "satisfied" if model["satisfied"] else "NOT satisfied"
         table.add_row("model", f"{model['model']} ({model['parameters']}): {state}; {reached}")
     levels = ", ".join(
         f"{name} {level if level is not None else 'varies'}"
@@ -65,4 +69,4 @@ def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -
     )
     stdout.print(table)
     for line in warnings:
-        console.print(f"[yellow]warning:[/] {line}")
+        warn(line)

@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, warn
 
 
 def _clipping(described: str) -> str:
@@ -371,5 +371,5 @@ def _audit_language_model(
             }
     if not as_json:
         for warning in caught:  # e.g. how many texts were cut to the context (never a text)
-            console.print(f"[yellow]warning:[/] {warning.message}")
+            warn(warning.message)
     _write(out, report, result.readings(), force=force, quiet=quiet, as_json=as_json)

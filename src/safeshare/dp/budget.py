@@ -50,9 +50,19 @@ class PrivacyBudget:
         return rho_from_epsilon(self.epsilon, self.delta - delta_reserved)
 
 
+MAX_EPSILON = 1000.0
+"""The largest epsilon a budget takes: beyond it the bound e^epsilon says nothing, and the
+accountants' conversions overflow."""
+
+
 def check_epsilon(epsilon: float) -> None:
     if not isinstance(epsilon, int | float) or not math.isfinite(epsilon) or epsilon <= 0:
         raise BudgetError(f"epsilon must be a positive number, got {epsilon!r}; try --epsilon 1")
+    if epsilon > MAX_EPSILON:
+        raise BudgetError(
+            f"epsilon={epsilon:g} protects no one (the guarantee bounds odds by e^epsilon); "
+            f"use at most {MAX_EPSILON:g}, or a method without DP"
+        )
 
 
 def check_delta(delta: float) -> None:

@@ -164,12 +164,18 @@ def gaussian_tail_bound(k: int, sigma: float) -> float:
 
 
 def _threshold_offset(sigma: float, delta: float) -> int:
-    k = max(0, int(sigma))
-    while gaussian_tail_bound(k, sigma) > delta:
-        k += max(1, int(sigma / 8))
-    while k > 0 and gaussian_tail_bound(k - 1, sigma) <= delta:
-        k -= 1
-    return k
+    """The smallest k >= 0 whose tail bound is at most ``delta`` (the bound falls with k), by
+    bisection: a handful of steps at any sigma."""
+    low, high = -1, max(1, int(sigma))  # tail(low) > delta is taken for low = -1
+    while gaussian_tail_bound(high, sigma) > delta:
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if gaussian_tail_bound(middle, sigma) <= delta:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def numeric_grid(sub_bins: int = 8, low_exponent: int = -10, high_exponent: int = 41) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from safeshare.dp.samplers import sample_discrete_gaussian
-from safeshare.errors import BudgetError, MissingDependencyError
+from safeshare.errors import BudgetError, InputError, MissingDependencyError
 
 _INT64_LIMIT = 1 << 62
 
@@ -44,6 +44,7 @@ class Randomness:
         elif isinstance(seed, np.random.Generator):
             self._generator = seed
         elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            check_seed(int(seed))
             self._generator = np.random.default_rng(int(seed))
         else:
             raise TypeError(
@@ -97,6 +98,20 @@ class Randomness:
         if self._generator is None:
             return np.random.default_rng(secrets.randbits(128))
         return self._generator.spawn(1)[0]
+
+
+def check_seed(seed: int | None) -> None:
+    """Refuse a seed no generator takes (checked before any budget is spent).
+
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: --seed must be a whole number from 0 to 2**63 - 1, got -1
+    """
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**63:
+        raise InputError(f"--seed must be a whole number from 0 to 2**63 - 1, got {seed!r}")
 
 
 RandomSource: TypeAlias = int | np.random.Generator | Randomness | None

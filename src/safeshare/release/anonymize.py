@@ -40,7 +40,7 @@ from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan
 from safeshare.output_folder import check_output
 from safeshare.release.inputs import EngineInput, FrameInput, open_input
-from safeshare.release.output import write_release
+from safeshare.release.output import write_csv, write_release
 from safeshare.report.anonymization import render_anonymization_report
 from safeshare.report.card import card_header
 
@@ -148,7 +148,7 @@ def _write_chunks(
         with path.open("w", encoding="utf-8", newline="") as stream:
             for chunk in data.source.chunks():
                 released = plan.apply(chunk)
-                released.to_csv(stream, header=first is None, index=False)
+                write_csv(released, stream, header=first is None)
                 written += len(released)
                 first = released if first is None else first
         if written != plan.result.rows_out or first is None:

@@ -26,11 +26,12 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, check_seed
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
 from safeshare.output_folder import check_output
 from safeshare.release.pipeline import ledger_summary, read_input
+from safeshare.release.resume import refund_on_failure, spend_once
 from safeshare.report.card import card_header
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import require_torch
@@ -166,6 +167,7 @@ def train_language_model_release(
     settings = settings or LanguageModelSettings()
     report = progress or no_progress
     check_output(out, force=force, inputs=(data, schema_path, ledger))
+    check_seed(seed)
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -192,50 +194,53 @@ def train_language_model_release(
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    status = book.spend(
+    spend = spend_once(
+        book,
         source.fingerprint,
         PrivacyBudget(epsilon, delta),
-        label="train dp-sgd language model",
+        "train dp-sgd language model",
+        None,
         name=source.name,
         default_total=total,
     )
-    if source.users is None:
-        train_rows, holdout_rows = train_holdout_split(
-            rows, holdout_fraction, randomness.generator()
+    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+        if source.users is None:
+            train_rows, holdout_rows = train_holdout_split(
+                rows, holdout_fraction, randomness.generator()
+            )
+        model = train_language_model(
+            [source.texts[i] for i in train_rows],
+            epsilon=epsilon,
+            delta=delta,
+            settings=settings,
+            text_column=text_column,
+            rng=seed,
+            progress=report,
+            user_column=user_column,
+            users=None if source.users is None else source.users[train_rows],
+            max_records_per_user=max_records_per_user,
+            device=device,
         )
-    model = train_language_model(
-        [source.texts[i] for i in train_rows],
-        epsilon=epsilon,
-        delta=delta,
-        settings=settings,
-        text_column=text_column,
-        rng=seed,
-        progress=report,
-        user_column=user_column,
-        users=None if source.users is None else source.users[train_rows],
-        max_records_per_user=max_records_per_user,
-        device=device,
-    )
-    card = _card(model.card, source, epsilon, delta, rows, held_out, holdout_fraction, seed)
-    card["ledger"] = ledger_summary(book, status)
-    holdout: dict[str, Any] = {
-        "what": "0-based positions of the data rows (header excluded) held out of training: "
-        "positions only, never text",
-        "rows": sorted(int(r) for r in holdout_rows),
-        "rows_total": rows,
-        "text_column": text_column,
-        "input_sha256": source.fingerprint,
-    }
-    if source.users is not None:
-        holdout["unit"] = (
-            f"whole users (column {user_column}): every text of a held-out user is held out, "
-            "none of a training user"
-        )
-        holdout["users_held_out"] = held_out_users
-        card["holdout"].update(_user_holdout(user_column, held_out_users, units))
-    model = LanguageModel(model.module, model.settings, card)
-    report("writing", 1.0)
-    model.save(out, force=force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"})
+        card = _card(model.card, source, epsilon, delta, rows, held_out, holdout_fraction, seed)
+        card["ledger"] = ledger_summary(book, spend.status)
+        holdout: dict[str, Any] = {
+            "what": "0-based positions of the data rows (header excluded) held out of training: "
+            "positions only, never text",
+            "rows": sorted(int(r) for r in holdout_rows),
+            "rows_total": rows,
+            "text_column": text_column,
+            "input_sha256": source.fingerprint,
+        }
+        if source.users is not None:
+            holdout["unit"] = (
+                f"whole users (column {user_column}): every text of a held-out user is held out, "
+                "none of a training user"
+            )
+            holdout["users_held_out"] = held_out_users
+            card["holdout"].update(_user_holdout(user_column, held_out_users, units))
+        model = LanguageModel(model.module, model.settings, card)
+        report("writing", 1.0)
+        model.save(out, force=force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"})
     return model
 
 

@@ -35,6 +35,42 @@ if TYPE_CHECKING:
 
 CHUNK_ROWS = 1_000_000  # released records sampled, decoded and written at a time
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula in a CSV cell."""
+_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+def neutralize_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell and column name a spreadsheet would run as a formula
+    prefixed with ``'`` (OWASP's advice for CSV files); numbers such as ``-5`` stay as they are.
+
+    >>> frame = pd.DataFrame({"=A1": ["=HYPERLINK(1)", "-5", "@SUM(A1)", "ok"]})
+    >>> neutralize_formulas(frame).to_dict("list")
+    {"'=A1": ["'=HYPERLINK(1)", '-5', "'@SUM(A1)", 'ok']}
+    """
+    texts = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    masks = {c: _formulas(frame[c]) for c in texts}
+    names = _formulas(pd.Series([str(c) for c in frame.columns], dtype=object))
+    if not names.any() and not any(m.any() for m in masks.values()):
+        return frame
+    out = frame.copy()
+    for column, mask in masks.items():
+        if mask.any():
+            out[column] = out[column].where(~mask, "'" + out[column].astype(str))
+    out.columns = [f"'{c}" if bad else c for c, bad in zip(frame.columns, names, strict=True)]
+    return out
+
+
+def write_csv(frame: pd.DataFrame, target: Path | Any, *, header: bool = True) -> None:
+    """Write ``frame`` as CSV to a path or an open text stream, formulas neutralized."""
+    neutralize_formulas(frame).to_csv(target, header=header, index=False)
+
+
+def _formulas(values: pd.Series) -> pd.Series:
+    text = values.where(values.map(lambda v: isinstance(v, str)), "")
+    starts = text.str.startswith(FORMULA_START)
+    return (starts & ~text.str.fullmatch(_NUMBER)).fillna(False).astype(bool)
+
 
 def write_release(
     out: Path,
@@ -49,7 +85,7 @@ def write_release(
             if isinstance(content, Path):
                 shutil.move(content, staging / name)
             elif isinstance(content, pd.DataFrame):
-                content.to_csv(staging / name, index=False)
+                write_csv(content, staging / name)
             elif isinstance(content, dict):
                 write_card(content, staging / name)
             else:
@@ -132,7 +168,7 @@ class _ChunkWriter:
     def write(self, frame: pd.DataFrame, domain: Domain) -> None:
         if self._format == "csv":
             with self._path.open("a", encoding="utf-8", newline="") as stream:
-                frame.to_csv(stream, header=not self._wrote, index=False)
+                write_csv(frame, stream, header=not self._wrote)
             self._wrote = True
             return
         import pyarrow as pa

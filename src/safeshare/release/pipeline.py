@@ -58,7 +58,7 @@ from safeshare.release.output import (
     sample_release,
     write_release,
 )
-from safeshare.release.resume import Spend, refund_on_engine_failure, save_results, spend_once
+from safeshare.release.resume import Spend, refund_on_failure, save_results, spend_once
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
@@ -256,7 +256,7 @@ def _release_input(
     status = spend.status
 
     # an engine's failed job refunds the spend: nothing is released before the final write
-    with refund_on_engine_failure(ledger, spend, checkpoint):
+    with refund_on_failure(ledger, spend, checkpoint):
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
             decisions, discovery, discovery_rows, discovery_noise, spend, checkpoint

@@ -9,10 +9,13 @@ DP results the run must reuse, e.g. discovered labels); a later attempt with the
 dataset and budget finds the receipt and charges nothing more.  A receipt of another
 dataset or budget is refused: the folder belongs to another release.
 
-:func:`refund_on_engine_failure` gives a spend back where an engine's job fails (a Spark job,
-DuckDB's memory) before anything was released: a release is written at its very end, and the
-error names only the failing step, so the failed attempt released nothing.  A refusal of the
-data itself (an encoding error) keeps its spend; so does a spend kept by a checkpoint receipt.
+:func:`refund_on_failure` gives a spend back where a job fails for a reason of the machine
+(a Spark job, DuckDB's memory, a full disk, an interrupt) before anything was released: an
+output is written at its very end, and the error names only the failing step, so the failed
+attempt released nothing.  A failure that depends on the data (an encoding error, a value
+the domain refuses) keeps its spend: whether it happens tells something of the data, so a
+free retry would let anyone probe the data at no cost.  A spend kept by a checkpoint receipt
+is kept too.
 
 >>> import tempfile, pathlib
 >>> from safeshare.dp.budget import PrivacyBudget
@@ -38,7 +41,7 @@ from typing import Any
 
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.ledger import Ledger, LedgerStatus
-from safeshare.errors import EngineJobError, InputError
+from safeshare.errors import EngineJobError, InputError, OutputWriteError, SafeshareError
 
 RECEIPT = "spend.json"
 
@@ -90,11 +93,13 @@ def spend_once(
     return Spend(status, False)
 
 
+REFUNDED = "Nothing was released and the ledger was not charged for this run"
+
+
 @contextmanager
-def refund_on_engine_failure(
-    ledger: Ledger, spend: Spend, folder: str | Path | None
-) -> Iterator[None]:
-    """Run a release's work; where an engine's job fails, refund ``spend`` and say so.
+def refund_on_failure(ledger: Ledger, spend: Spend, folder: str | Path | None) -> Iterator[None]:
+    """Run a job's work after its spend; where it fails for a reason of the machine, not of
+    the data (an engine's job, the file system, memory, an interrupt), refund ``spend``.
 
     Only a spend made by this attempt without a checkpoint folder is refunded.
 
@@ -103,7 +108,7 @@ def refund_on_engine_failure(
     >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
     >>> spend = spend_once(ledger, "ab12", PrivacyBudget(1.0, 1e-9), "mst", None)
     >>> try:
-    ...     with refund_on_engine_failure(ledger, spend, None):
+    ...     with refund_on_failure(ledger, spend, None):
     ...         raise EngineJobError("Spark failed while counting (ExecutorLostFailure)")
     ... except EngineJobError as err:
     ...     print(err)  # doctest: +ELLIPSIS
@@ -113,14 +118,20 @@ def refund_on_engine_failure(
     """
     try:
         yield
-    except EngineJobError as err:
+    except (EngineJobError, OSError, MemoryError, KeyboardInterrupt) as err:
         spend_id = spend.status.spend_id
         if spend.resumed or folder is not None or spend_id is None:
             raise
-        ledger.refund(spend_id, f"engine job failed: {err}")
-        raise EngineJobError(
-            f"{err}. Nothing was released and the ledger was not charged for this run"
-        ) from None
+        ledger.refund(spend_id, f"{type(err).__name__} before the output was in place")
+        if isinstance(err, EngineJobError):
+            raise EngineJobError(f"{err}. {REFUNDED}") from None
+        if isinstance(err, OSError) and not isinstance(err, SafeshareError):
+            reason = err.strerror or type(err).__name__
+            raise OutputWriteError(
+                f"the run failed on the machine ({reason}). {REFUNDED}; free some space or "
+                "choose another --out, then run it again"
+            ) from None
+        raise
 
 
 def save_results(folder: str | Path | None, saved: Mapping[str, Any]) -> None:

@@ -22,9 +22,11 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
+from safeshare.dp.randomness import check_seed
 from safeshare.errors import InputError, SchemaError
 from safeshare.output_folder import check_output
 from safeshare.release.pipeline import ledger_summary
+from safeshare.release.resume import refund_on_failure, spend_once
 from safeshare.release.training import (
     SensitiveTable,
     prepare_table,
@@ -115,6 +117,7 @@ def train_text_release(
     settings = settings or TextSettings()
     report = progress or no_progress
     check_output(out, force=force, inputs=(data, schema_path, ledger))
+    check_seed(seed)
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -140,42 +143,47 @@ def train_text_release(
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    status = book.spend(
+    spend = spend_once(
+        book,
         source.fingerprint,
         PrivacyBudget(epsilon, delta),
-        label="train dp-sgd text",
+        "train dp-sgd text",
+        None,
         name=source.name,
         default_total=total,
     )
-    prepared = prepare_table(source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed)
-    column = prepared.table.domain[target]
-    model = train_text(
-        texts,
-        prepared.table.column(target),
-        column.labels(),
-        epsilon=epsilon - prepared.discovery_epsilon,
-        delta=delta - prepared.discovery_delta,
-        settings=settings,
-        text_column=text_column,
-        target=target,
-        rng=seed,
-        progress=report,
-        user_column=user_column,
-        users=ids,
-        max_records_per_user=max_records_per_user,
-        device=device,
-    )
-    card = training_card(prepared, model.card, epsilon, "dp-sgd (text classifier)")
-    card["model"]["class_labels_source"] = str(
-        next(d.source for d in prepared.decisions if d.name == target)
-    )
-    card["columns"][text_column] = {
-        "kind": "text",
-        "source": "the model's input: tokenized, truncated to max_length tokens",
-        "dropped": False,
-    }
-    card["ledger"] = ledger_summary(book, status)
-    model = TextModel(model.module, model.frozen, model.frozen_layers, model.classes, card)
-    report("writing", 1.0)
-    model.save(out, force=force)
+    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+        prepared = prepare_table(
+            source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed
+        )
+        column = prepared.table.domain[target]
+        model = train_text(
+            texts,
+            prepared.table.column(target),
+            column.labels(),
+            epsilon=epsilon - prepared.discovery_epsilon,
+            delta=delta - prepared.discovery_delta,
+            settings=settings,
+            text_column=text_column,
+            target=target,
+            rng=seed,
+            progress=report,
+            user_column=user_column,
+            users=ids,
+            max_records_per_user=max_records_per_user,
+            device=device,
+        )
+        card = training_card(prepared, model.card, epsilon, "dp-sgd (text classifier)")
+        card["model"]["class_labels_source"] = str(
+            next(d.source for d in prepared.decisions if d.name == target)
+        )
+        card["columns"][text_column] = {
+            "kind": "text",
+            "source": "the model's input: tokenized, truncated to max_length tokens",
+            "dropped": False,
+        }
+        card["ledger"] = ledger_summary(book, spend.status)
+        model = TextModel(model.module, model.frozen, model.frozen_layers, model.classes, card)
+        report("writing", 1.0)
+        model.save(out, force=force)
     return model

@@ -24,14 +24,15 @@ from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, rho_from_epsilon
 from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.ledger import Ledger
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, check_seed
 from safeshare.errors import InputError, SchemaError
 from safeshare.output_folder import check_output
 from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
+from safeshare.release.resume import refund_on_failure, spend_once
 from safeshare.report.card import card_header, domain_source
 from safeshare.train.accounting import Accounting
 from safeshare.train.device import resolve_device
-from safeshare.train.dpsgd import require_torch
+from safeshare.train.dpsgd import check_settings, require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
 from safeshare.train.user_level import check_user_batch, group_users
 
@@ -67,6 +68,9 @@ class TrainingSettings:
     user_column: str | None = None
     max_records_per_user: int = 64
 
+    def __post_init__(self) -> None:
+        check_settings(self)
+
 
 def train_release(
     data: Path,
@@ -96,6 +100,7 @@ def train_release(
     settings = settings or TrainingSettings()
     report = progress or no_progress
     check_output(out, force=force, inputs=(data, schema_path, ledger))
+    check_seed(seed)
     check_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -114,38 +119,44 @@ def train_release(
     if total_epsilon is not None or total_delta is not None:
         total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
     book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    status = book.spend(
+    budget = PrivacyBudget(epsilon, delta)
+    spend = spend_once(
+        book,
         source.fingerprint,
-        PrivacyBudget(epsilon, delta),
-        label="train dp-sgd",
+        budget,
+        "train dp-sgd",
+        None,
         name=source.name,
         default_total=total,
     )
-    prepared = prepare_table(source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed)
-    model = train_tabular(
-        prepared.table,
-        target,
-        epsilon=epsilon - prepared.discovery_epsilon,
-        delta=delta - prepared.discovery_delta,
-        epochs=settings.epochs,
-        batch_size=settings.batch_size,
-        max_grad_norm=settings.max_grad_norm,
-        learning_rate=settings.learning_rate,
-        hidden=settings.hidden,
-        clipping=settings.clipping,
-        accountant=settings.accountant,
-        rng=seed,
-        progress=report,
-        user_column=settings.user_column,
-        users=ids,
-        max_records_per_user=settings.max_records_per_user,
-        device=device,
-    )
-    card = training_card(prepared, model.card, epsilon, "dp-sgd (tabular MLP)")
-    card["ledger"] = ledger_summary(book, status)
-    model = TabularModel(model.module, model.features, model.target, card)
-    report("writing", 1.0)
-    model.save(out, force=force)
+    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+        prepared = prepare_table(
+            source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed
+        )
+        model = train_tabular(
+            prepared.table,
+            target,
+            epsilon=epsilon - prepared.discovery_epsilon,
+            delta=delta - prepared.discovery_delta,
+            epochs=settings.epochs,
+            batch_size=settings.batch_size,
+            max_grad_norm=settings.max_grad_norm,
+            learning_rate=settings.learning_rate,
+            hidden=settings.hidden,
+            clipping=settings.clipping,
+            accountant=settings.accountant,
+            rng=seed,
+            progress=report,
+            user_column=settings.user_column,
+            users=ids,
+            max_records_per_user=settings.max_records_per_user,
+            device=device,
+        )
+        card = training_card(prepared, model.card, epsilon, "dp-sgd (tabular MLP)")
+        card["ledger"] = ledger_summary(book, spend.status)
+        model = TabularModel(model.module, model.features, model.target, card)
+        report("writing", 1.0)
+        model.save(out, force=force)
     return model
 
 

@@ -24,6 +24,7 @@ def _figure(width: float, height: float) -> Any:
             "axes.spines.top": False,
             "axes.spines.right": False,
             "svg.fonttype": "none",
+            "text.parse_math": False,  # labels are data (a "$" category is not mathtext)
         }
     )
     return plt.figure(figsize=(width, height))

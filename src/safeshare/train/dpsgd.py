@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from safeshare.dp.randomness import check_seed
 from safeshare.errors import BudgetError, InputError, MissingDependencyError
 from safeshare.train.accounting import (
     ACCOUNTANT_SOURCE,
@@ -497,6 +498,36 @@ def _run_linear_ghost(
     return taken
 
 
+_POSITIVE = ("epochs", "learning_rate", "layer_learning_rate", "max_grad_norm")
+_WHOLE = ("batch_size", "hidden", "train_layers", "max_records_per_user")
+
+
+def check_settings(settings: object) -> None:
+    """Refuse training settings no run could use (a settings object calls it on creation, so
+    a command refuses them before any budget is spent).
+
+    >>> from types import SimpleNamespace
+    >>> check_settings(SimpleNamespace(learning_rate=float("nan")))
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: --learning-rate must be a positive, finite number, got nan
+    """
+    for name in _POSITIVE:
+        value = getattr(settings, name, 1.0)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            flag = "--" + name.replace("_", "-")
+            raise InputError(
+                f"{flag} must be a positive, finite number, got {getattr(settings, name)!r}"
+            )
+    for name in _WHOLE:
+        value = getattr(settings, name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} must be a positive whole number, got {value!r}")
+
+
 def torch_generator(rng: int | None) -> tuple[Any, bool]:
     """A ``torch.Generator`` from the caller's seed, or from the OS when ``rng`` is None."""
     torch, _ = require_torch()
@@ -506,5 +537,6 @@ def torch_generator(rng: int | None) -> tuple[Any, bool]:
         return generator, False
     if isinstance(rng, bool) or not isinstance(rng, int):
         raise InputError(f"rng must be a whole-number seed or None (secure), got {rng!r}")
+    check_seed(rng)
     generator.manual_seed(rng)
     return generator, True

@@ -32,6 +32,7 @@ from safeshare.train.accounting import Accounting
 from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
     DPSGDSettings,
+    check_settings,
     require_torch,
     run_dpsgd,
     torch_generator,
@@ -66,6 +67,7 @@ class LanguageModelSettings:
     accountant: Accounting = "pld"
 
     def __post_init__(self) -> None:
+        check_settings(self)
         for name in ("context", "width", "layers", "heads", "batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -74,10 +76,6 @@ class LanguageModelSettings:
             raise InputError(f"context must lie in [8, 1024] bytes, got {self.context!r}")
         if self.width % self.heads:
             raise InputError(f"width {self.width} must be a multiple of heads {self.heads}")
-        if not (math.isfinite(self.epochs) and self.epochs > 0):
-            raise InputError(f"epochs must be a positive number, got {self.epochs!r}")
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise InputError(f"learning_rate must be positive, got {self.learning_rate!r}")
 
 
 def _network_class() -> Any:

@@ -32,6 +32,7 @@ from safeshare.train.accounting import Accounting
 from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
     DPSGDSettings,
+    check_settings,
     require_torch,
     run_dpsgd,
     torch_generator,
@@ -214,6 +215,7 @@ class TextSettings:
     accountant: Accounting = "pld"
 
     def __post_init__(self) -> None:
+        check_settings(self)
         if self.clipping not in TEXT_CLIPPINGS:
             raise InputError(
                 f"clipping {self.clipping!r} does not apply to the text classifier (its layers "
