@@ -100,3 +100,17 @@ def test_a_machine_failure_after_the_spend_is_refunded(failure, fair_csv, tmp_pa
     if isinstance(failure, OSError):
         assert "No space left on device" in err and "not charged" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--port", "70000"], "is not a TCP port"),
+        (["--host", "0.0.0.0"], "pass --allow-remote"),
+        (["--host", "0.0.0.0", "--allow-remote", "--token-env", "NO_SUCH_VARIABLE"], "not set"),
+    ],
+)
+def test_the_server_refuses_a_port_or_an_open_host_before_it_loads(extra, message, capsys):
+    code = main(["obfuscate", "serve", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and message in err and "Traceback" not in err

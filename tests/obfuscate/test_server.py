@@ -46,7 +46,9 @@ def url(minilm: FrozenModel) -> Iterator[str]:
 
 
 def post(url: str, body: bytes, path: str = "/v1/embed") -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(url + path, data=body, method="POST")
+    request = urllib.request.Request(
+        url + path, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -157,11 +159,66 @@ def test_a_chunked_body_is_cut_off_at_the_limit(url: str) -> None:
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     chunks = (b"x" * 65536 for _ in range(40))  # 2.6 MB, no Content-Length
-    connection.request("POST", "/v1/embed", body=chunks, encode_chunked=True)
+    headers = {"Content-Type": "application/json"}
+    connection.request("POST", "/v1/embed", body=chunks, encode_chunked=True, headers=headers)
     response = connection.getresponse()
     assert response.status == 413 and b"exceeds" in response.read()
     connection.close()
     still_answers(url)
+
+
+def _raw(url: str, request: bytes, wait: float = 30.0) -> bytes:
+    """Send ``request`` as raw bytes and read what comes back within ``wait`` seconds."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=wait) as connection:
+        connection.sendall(request)
+        return connection.recv(65536)
+
+
+def test_a_huge_declared_body_is_refused_before_it_is_read(url: str) -> None:
+    started = time.monotonic()
+    answer = _raw(
+        url,
+        b"POST /v1/embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 999999999999\r\n\r\n{}",
+    )
+    assert answer.startswith(b"HTTP/1.1 413") and time.monotonic() - started < 10
+    still_answers(url)
+
+
+def test_a_stalled_body_times_out(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from safeshare.obfuscate import server
+
+    monkeypatch.setattr(server, "BODY_TIMEOUT", 0.5)
+    answer = _raw(
+        url,
+        b"POST /v1/embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{",
+        wait=10,
+    )
+    assert answer.startswith(b"HTTP/1.1 408")
+    still_answers(url)
+
+
+def test_only_json_from_a_token_holder_is_served(minilm: FrozenModel, url: str) -> None:
+    body = json.dumps([[[[]]]] * 2).encode()
+    request = urllib.request.Request(url + "/v1/embed", data=body, method="POST")  # form type
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 415
+    code, answer = post(url, b"[" * 50_000 + b"]" * 50_000)
+    assert code == 400 and "nested too deeply" in answer["error"]
+    with serve_in_thread(create_app(minilm, token="s3cret")) as guarded:
+        assert post(guarded, b"{}")[0] == 401
+        request = urllib.request.Request(
+            guarded + "/v1/embed",
+            data=b"{}",
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": "Bearer s3cret"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as bad:  # past the token: the payload's 400
+            urllib.request.urlopen(request, timeout=30)
+        assert bad.value.code == 400
 
 
 def test_wrong_method_and_path_are_4xx(url: str) -> None:

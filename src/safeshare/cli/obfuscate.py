@@ -195,11 +195,37 @@ def serve_command(
     parallel: int = typer.Option(
         0, "--parallel", help="Forward passes at once, one torch thread each (0: one per core)."
     ),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="Listen on an address other hosts reach (not loopback)."
+    ),
+    token_env: str | None = typer.Option(
+        None, "--token-env", help="Variable holding a bearer token every request must carry."
+    ),
 ) -> None:
     """Serve the frozen model over HTTP; it accepts only obfuscated float16 embeddings."""
+    import ipaddress
+
+    from safeshare.errors import InputError
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.server import EMBED_PATH, create_app, serve
 
+    if not 1 <= port <= 65535:
+        raise InputError(f"--port {port} is not a TCP port; give one from 1 to 65535")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not allow_remote:
+        raise InputError(
+            f"--host {host} is reachable from other machines; pass --allow-remote to serve "
+            "there (and --token-env NAME to require a token), or keep the default 127.0.0.1"
+        )
+    token = os.environ.get(token_env) if token_env else None
+    if token_env and not token:
+        raise InputError(f"--token-env {token_env}: the variable is not set or is empty")
+    if not loopback:
+        warn(f"serving on {host}: other machines can reach this server"
+             + ("" if token else "; anyone can use it (no --token-env)"))  # fmt: skip
     frozen = load_model(model, max_length=max_tokens)
     app = create_app(
         frozen,
@@ -207,6 +233,7 @@ def serve_command(
         max_texts=max_texts,
         max_body_bytes=max_body_bytes,
         parallel=parallel or os.cpu_count() or 1,
+        token=token,
     )
     console.print(
         f"serving model {frozen.fingerprint[:16]}… on http://{host}:{port}{EMBED_PATH} "

@@ -80,6 +80,7 @@ class ObfuscatingClient:
         retries: int = 3,
         backoff: float = 0.25,
         generator: Any = None,
+        token: str | None = None,
     ) -> None:
         if retries < 0 or backoff < 0 or timeout <= 0:
             raise InputError(
@@ -95,10 +96,13 @@ class ObfuscatingClient:
         self.backoff = backoff
         self._generator = generator if generator is not None else torch_generator()[0]
         self._info: dict[str, Any] | None = None
+        self._token = token  # the server's bearer token, if it asks for one
 
     def _call(self, path: str, body: bytes | None = None) -> bytes:
         """One HTTP exchange, retried on connection errors; the response body."""
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
         last = "no attempt made"
         for attempt in range(self.retries + 1):
             if attempt:

@@ -19,6 +19,8 @@ True
 
 from __future__ import annotations
 
+import asyncio
+import hmac
 import socket
 import threading
 import time
@@ -63,12 +65,16 @@ def limits_for(
 
 
 _DRAIN_BYTES = 16 << 20  # of a refused body, read and dropped so the client can read the 413
+BODY_TIMEOUT = 10.0  # seconds a request may take between two chunks of its body
+MAX_CONNECTIONS = 256  # connections and requests at once; beyond, 503 (uvicorn's limit)
 
 
 async def _read_body(request: Any, limit: int) -> bytes:
-    """The body, refused with 413 as soon as it (declared or streamed) exceeds ``limit``.
+    """The body, refused with 413 as soon as it (declared or streamed) exceeds ``limit``, and
+    with 408 when a chunk takes more than :data:`BODY_TIMEOUT` seconds to come.
 
-    The rest of a refused body is read and dropped (up to 16 MiB, never kept), so a client
+    A body declared too large is refused before any of it is read; the rest of a body found
+    too large while streaming is read and dropped (up to 16 MiB, never kept), so a client
     still sending gets the answer instead of a reset connection.
     """
     declared = request.headers.get("content-length")
@@ -76,12 +82,11 @@ async def _read_body(request: Any, limit: int) -> bytes:
         if not declared.isdigit():
             raise PayloadError(400, "Content-Length must be a non-negative integer")
         if int(declared) > limit:
-            await _drain(request.stream(), 0)
             raise PayloadError(413, f"body of {declared} bytes exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    stream = request.stream()
-    async for chunk in stream:
+    stream = request.stream().__aiter__()
+    while (chunk := await _next_chunk(stream)) is not None:
         size += len(chunk)
         if size > limit:
             await _drain(stream, size)
@@ -90,12 +95,19 @@ async def _read_body(request: Any, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+async def _next_chunk(stream: Any) -> bytes | None:
+    try:
+        return bytes(await asyncio.wait_for(stream.__anext__(), BODY_TIMEOUT))
+    except StopAsyncIteration:
+        return None
+    except TimeoutError:
+        raise PayloadError(408, f"the body did not come within {BODY_TIMEOUT:g} s") from None
+
+
 async def _drain(stream: Any, seen: int) -> None:
     """Read and drop what is left of a refused body, up to :data:`_DRAIN_BYTES` in all."""
-    async for chunk in stream:
+    while seen <= _DRAIN_BYTES and (chunk := await _next_chunk(stream)) is not None:
         seen += len(chunk)
-        if seen > _DRAIN_BYTES:
-            return
 
 
 def create_app(
@@ -105,11 +117,14 @@ def create_app(
     max_texts: int = 32,
     max_body_bytes: int | None = None,
     parallel: int = 1,
+    token: str | None = None,
 ) -> Any:
     """A Starlette app serving ``model``'s pooled embeddings of obfuscated token embeddings.
 
     At most ``parallel`` forward passes run at once (with one torch thread each, set by
-    :func:`serve`, ``parallel`` = cores is fastest on a small CPU).
+    :func:`serve`, ``parallel`` = cores is fastest on a small CPU).  A request must say
+    ``Content-Type: application/json`` (a web page cannot send that cross-site without a
+    preflight) and, with ``token``, ``Authorization: Bearer <token>``.
     """
     try:
         from starlette.applications import Starlette
@@ -150,9 +165,11 @@ def create_app(
 
     async def embed(request: Any) -> Any:
         try:
+            _check_headers(request.headers, token)
             decoded = decode_request(await _read_body(request, limits.body_bytes), limits)
         except PayloadError as err:
-            return JSONResponse({"error": err.reason}, status_code=err.status)
+            close = {"Connection": "close"} if err.status in (401, 408, 413, 415) else None
+            return JSONResponse({"error": err.reason}, status_code=err.status, headers=close)
         result = await run_in_threadpool(pooled, decoded)
         return Response(encode_response("embeddings", result), media_type="application/json")
 
@@ -161,6 +178,16 @@ def create_app(
         Route(EMBED_PATH, embed, methods=["POST"]),
     ]
     return Starlette(routes=routes)
+
+
+def _check_headers(headers: Any, token: str | None) -> None:
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise PayloadError(415, "Content-Type must be application/json")
+    if token is not None:
+        given = headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise PayloadError(401, "a valid 'Authorization: Bearer <token>' header is needed")
 
 
 def _uvicorn() -> Any:
@@ -192,7 +219,9 @@ def serve(
         if not isinstance(torch_threads, int) or torch_threads < 1:
             raise InputError(f"torch_threads must be a positive integer, not {torch_threads!r}")
         require_torch().set_num_threads(torch_threads)
-    _uvicorn().run(app, host=host, port=port, log_level=log_level)
+    _uvicorn().run(
+        app, host=host, port=port, log_level=log_level, limit_concurrency=MAX_CONNECTIONS
+    )
 
 
 @contextmanager

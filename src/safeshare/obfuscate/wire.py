@@ -114,6 +114,10 @@ def decode_request(body: bytes, limits: Limits) -> Request:
         payload = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise PayloadError(400, "body is not JSON; send a safeshare-obfuscated/1 object") from None
+    except RecursionError:  # nested deeper than the decoder goes: no request of ours is
+        raise PayloadError(
+            400, "body is nested too deeply; send a safeshare-obfuscated/1 object"
+        ) from None
     if not isinstance(payload, dict):
         raise PayloadError(400, "body must be a JSON object")
     if payload.get("format") != FORMAT:
