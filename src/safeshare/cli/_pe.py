@@ -103,7 +103,9 @@ def release_text_command(
             resume_command=again,
             progress=progress,
         )
-    if quiet:
+    if quiet:  # no summary; warnings still print (on stderr)
+        for line in result.warnings:
+            warn(line)
         return
     card = result.card
     table = RichTable(show_header=False, box=None, pad_edge=False)

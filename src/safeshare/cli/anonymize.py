@@ -25,7 +25,9 @@ def anonymize_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""
     from safeshare.release.anonymize import release_anonymized
@@ -34,6 +36,9 @@ def anonymize_command(
         result = release_anonymized(data, config=config, out=out, force=force, progress=progress)
     if not quiet:
         anonymization_summary(result.card, str(out), result.warnings)
+    else:  # no summary; warnings still print (on stderr)
+        for line in result.warnings:
+            warn(line)
 
 
 def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None:

@@ -119,7 +119,9 @@ def audit_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print audit.json's content (no summary)."),
 ) -> None:
     """Audit a model's DP training procedure with canaries (an empirical epsilon lower bound)

@@ -25,7 +25,9 @@ def demo(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Release an example survey (real data, offline) and write its card and report."""
     from safeshare.data.examples import EXAMPLES, load_example

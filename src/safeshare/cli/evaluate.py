@@ -67,7 +67,9 @@ def evaluate_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Measure what a release exposes (attacks with intervals) and how useful it is."""
     from rich.table import Table as RichTable
@@ -93,7 +95,9 @@ def evaluate_command(
             force=force,
             progress=progress,
         )
-    if quiet:
+    if quiet:  # no summary; warnings still print (on stderr)
+        for line in result.warnings:
+            warn(line)
         return
     headline = result.evaluation["headline"]
     table = RichTable(show_header=False, box=None, pad_edge=False)

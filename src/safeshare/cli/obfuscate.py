@@ -115,7 +115,9 @@ def train_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Train an obfuscation transform for a frozen model on texts; write it to --out."""
     from safeshare.obfuscate.head import fit_head

@@ -53,7 +53,9 @@ def pac_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Calibrate PAC noise for a function of a table and release its noisy output."""
     from safeshare.data.readers import fingerprint_file, read_frame

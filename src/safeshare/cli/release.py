@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from safeshare.cli._output import progress_bar, release_summary
+from safeshare.cli._output import progress_bar, release_summary, warn
 from safeshare.errors import InputError
 
 
@@ -126,7 +126,9 @@ def release_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
 ) -> None:
     """Release a sensitive table as DP synthetic data, with a privacy card and a report."""
     from safeshare.dp.budget import PrivacyBudget
@@ -199,7 +201,9 @@ def release_command(
                 method, iterations, samples, checkpoint, lookahead, neighbour_search
             ),
         )
-    if quiet:
+    if quiet:  # no summary; warnings still print (on stderr)
+        for line in result.warnings:
+            warn(line)
         return
     if method == "anonymize":
         from safeshare.cli.anonymize import anonymization_summary
@@ -207,6 +211,15 @@ def release_command(
         anonymization_summary(result.card, str(out), result.warnings)
     else:
         release_summary(result.card, str(out), result.warnings)
+
+
+_PE_FLAGS = {
+    "iterations": "--iterations",
+    "samples_per_iteration": "--samples",
+    "checkpoint": "--checkpoint",
+    "lookahead": "--lookahead",
+    "neighbour_search": "--neighbour-search",
+}
 
 
 def _pe_options(
@@ -227,6 +240,6 @@ def _pe_options(
     }
     options: dict[str, object] = {k: v for k, v in given.items() if v is not None}
     if options and method != "pe":
-        flags = ", ".join("--" + k.split("_")[0] for k in options)
+        flags = ", ".join(_PE_FLAGS[k] for k in options)
         raise InputError(f"{flags} apply to --method pe only (this run uses --method {method})")
     return options

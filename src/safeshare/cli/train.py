@@ -133,7 +133,9 @@ def train_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier safeshare output at --out."
     ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the card as JSON (no summary)."),
 ) -> None:
     """Train a DP-SGD model (an MLP classifier; a text classifier with --text-column; a
