@@ -73,8 +73,9 @@ def _is_number(text: str) -> bool:
         (["--seed", "-1"], "--seed must be a whole number"),
     ],
 )
-def test_a_release_refuses_bad_budgets_before_the_ledger(extra, message, hostile_csv, tmp_path,
-                                                         capsys):  # fmt: skip
+def test_a_release_refuses_bad_budgets_before_the_ledger(
+    extra, message, hostile_csv, tmp_path, capsys
+):
     ledger = tmp_path / "ledger.sqlite"
     argv = ["release", str(hostile_csv), "--out", str(tmp_path / "o"), "--ledger", str(ledger)]
     code = main([*argv, *extra])
@@ -84,8 +85,9 @@ def test_a_release_refuses_bad_budgets_before_the_ledger(extra, message, hostile
 
 
 @pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()])
-def test_a_machine_failure_after_the_spend_is_refunded(failure, fair_csv, tmp_path, monkeypatch,
-                                                        capsys):  # fmt: skip
+def test_a_machine_failure_after_the_spend_is_refunded(
+    failure, fair_csv, tmp_path, monkeypatch, capsys
+):
     from safeshare.release import pipeline
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -115,3 +117,65 @@ def test_the_server_refuses_a_port_or_an_open_host_before_it_loads(extra, messag
     code = main(["obfuscate", "serve", *extra])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and message in err and "Traceback" not in err
+
+
+def _files(folder: Path) -> None:
+    """The hostile files the cases below name."""
+    (folder / "date.yaml").write_text("columns:\n  age: {kind: numeric, min: 2020-13-45}\n")
+    (folder / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    (folder / "folder.yaml").mkdir()
+    (folder / "binary.csv").write_bytes(bytes(range(256)) * 4)
+    (folder / "binh.yaml").write_text(
+        "quasi_identifiers:\n  age: {hierarchy: binary.csv}\nprivacy:\n  k: 2\n"
+    )
+    (folder / "model").mkdir()
+    (folder / "model" / "card.json").write_text("{not json")
+    (folder / "model" / "model.safetensors").write_bytes(b"not weights")
+    (folder / "transform").mkdir()
+    (folder / "transform" / "transform.json").write_text("[1, 2]")
+    (folder / "transform" / "transform.safetensors").write_bytes(b"not weights")
+    (folder / "public.txt").write_text("a public text\nanother one\n")
+    (folder / "blackbox.py").write_text(
+        "def leak(frame):\n    raise ValueError(f'QQSECRET {frame.iloc[0].tolist()}')\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["release", "{data}", "--schema", "date.yaml"], "month must be in 1..12"),
+        (["release", "{data}", "--schema", "deep.yaml"], "nested too deeply"),
+        (["release", "{data}", "--schema", "folder.yaml"], "is a folder"),
+        (["anonymize", "{data}", "--config", "binh.yaml"], "is not UTF-8 text"),
+        (["anonymize", "{data}", "--config", "deep.yaml"], "nested too deeply"),
+        (["audit", "model", "--data", "{data}"], "not valid JSON at line 1"),
+        (
+            ["evaluate", "--train", "binary.csv", "--holdout", "{data}", "--release", "{data}"],
+            "binary data",
+        ),
+        (
+            ["pac", "--data", "{data}", "--function", "blackbox:leak", "--mi", "0.1"],
+            "raised ValueError",
+        ),
+    ],
+    ids=[
+        "yaml-date",
+        "yaml-deep",
+        "schema-folder",
+        "binary-hierarchy",
+        "config-deep",
+        "bad-card",
+        "binary-table",
+        "failing-black-box",
+    ],
+)
+def test_bad_files_end_in_one_error_line(argv, message, fair_csv, tmp_path, monkeypatch, capsys):
+    _files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = [a.format(data=fair_csv) for a in argv]
+    code = main([*argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error:") and message in err and "Traceback" not in err
+    assert "QQSECRET" not in err and not (tmp_path / "out").exists()

@@ -23,12 +23,14 @@ safeshare.errors.OutputExistsError: output folder ... holds files safeshare did 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from safeshare.errors import InputError, OutputExistsError
 
@@ -90,6 +92,52 @@ def staged_output(out: str | Path, *, force: bool, inputs: Iterable[object] = ()
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def read_json(path: str | Path, what: str) -> dict[str, Any]:
+    """The JSON object a file of an output folder holds (a card, a transform's settings), or
+    one :class:`InputError` line naming the file: missing, not UTF-8, not a JSON object.
+
+    >>> import tempfile, pathlib
+    >>> card = pathlib.Path(tempfile.mkdtemp()) / "card.json"
+    >>> _ = card.write_text("{not json")
+    >>> read_json(card, "a model's card")
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: ...card.json is not a model's card: not valid JSON at line 1...
+    """
+    path = Path(path)
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing; pass a folder safeshare wrote") from None
+    except (UnicodeDecodeError, IsADirectoryError):
+        raise InputError(f"{path} is not {what}: not JSON text") from None
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{path} is not {what}: not valid JSON at line {err.lineno}; pass a folder "
+            "safeshare wrote (or write it again)"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path} is not {what}: nested too deeply") from None
+    if not isinstance(content, dict):
+        raise InputError(f"{path} is not {what}: not a JSON object")
+    return content
+
+
+def read_weights(path: str | Path, load: Callable[[str], Any]) -> Any:
+    """Tensors read by ``load`` (a safetensors loader) from ``path``, or one
+    :class:`InputError` line when the file is not safetensors."""
+    from safetensors import SafetensorError
+
+    try:
+        return load(str(path))
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing; pass a folder safeshare wrote") from None
+    except (SafetensorError, OSError, ValueError):
+        raise InputError(
+            f"{path} is not a safetensors file of weights; pass a folder safeshare wrote"
+        ) from None
 
 
 def is_safeshare_output(folder: Path) -> bool:

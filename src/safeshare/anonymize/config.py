@@ -43,7 +43,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from safeshare.anonymize.models import (
@@ -56,6 +55,7 @@ from safeshare.anonymize.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
+from safeshare.data.schema import read_yaml
 from safeshare.errors import SchemaError
 
 HIERARCHY_KINDS = ("csv", "intervals", "cuts", "dates", "mask", "groups", "auto", "rows")
@@ -362,12 +362,5 @@ class AnonymizeConfig(_Strict):
     def load(cls, path: str | Path) -> AnonymizeConfig:
         """Read a YAML config; relative paths in it are read from the file's folder."""
         path = Path(path)
-        if not path.is_file():
-            raise SchemaError(f"the config file {str(path)!r} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise SchemaError(f"{str(path)!r} is not valid YAML{where}") from None
+        data = read_yaml(path, "config file")
         return cls.from_dict(data or {}, base_dir=path.resolve().parent, source=str(path))

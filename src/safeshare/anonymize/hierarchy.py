@@ -138,7 +138,15 @@ class Hierarchy:
             raise HierarchyError(
                 f"the hierarchy file {str(path)!r} of column {column!r} does not exist"
             )
-        text = path.read_text(encoding="utf-8-sig")
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError:
+            text = "\x00"
+        if "\x00" in text:
+            raise HierarchyError(
+                f"the hierarchy file {str(path)!r} of column {column!r} is not UTF-8 text; "
+                "give ARX's CSV format (';'-separated, one row per value)"
+            )
         rows = [row for row in csv.reader(io.StringIO(text), delimiter=delimiter) if row]
         return cls.from_rows(column, rows, source=f"csv {path.name}")
 

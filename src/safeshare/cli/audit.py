@@ -44,13 +44,16 @@ def _accountant(described: str) -> str:
 
 def _settings(model: Path) -> dict[str, Any]:
     from safeshare.errors import InputError, InputFileNotFoundError
+    from safeshare.output_folder import read_json
 
     path = model / "card.json"
     if not path.is_file():
         raise InputFileNotFoundError(
             f"{str(path)!r} does not exist; give the directory `safeshare train` wrote"
         )
-    card = json.loads(path.read_text(encoding="utf-8"))
+    card = read_json(path, "a model's card")
+    if not isinstance(card.get("model"), dict):
+        raise InputError(f"{str(path)!r} is not the card of a model from `safeshare train`")
     if card.get("model", {}).get("kind") == "text classifier":
         raise InputError(
             f"{str(path)!r} is a text classifier's card; `safeshare audit` audits the MLP "

@@ -216,7 +216,7 @@ def _has_header(sample: str, delimiter: str) -> bool:
         return False
     if not rest:
         return True
-    if len(rest) <= 2 or csv.Sniffer().has_header(sample):
+    if len(rest) <= 2 or _sniffer_says_header(sample):
         return True
     # The sniffer votes only on columns of one value length; a table of free texts has none,
     # so it abstains (False).  Names there that never reappear below are a header.
@@ -225,6 +225,13 @@ def _has_header(sample: str, delimiter: str) -> bool:
         _NAME.fullmatch(v.strip()) is not None and all(r[i].strip() != v.strip() for r in rest)
         for i, v in enumerate(first)
     )
+
+
+def _sniffer_says_header(sample: str) -> bool:
+    try:
+        return csv.Sniffer().has_header(sample)
+    except csv.Error:  # it cannot tell the dialect of one column of short texts: no vote
+        return False
 
 
 def _is_number(value: str) -> bool:

@@ -163,6 +163,59 @@ class _SchemaFile(BaseModel):
         return value
 
 
+MAX_YAML_BYTES = 16 << 20
+MAX_YAML_DEPTH = 64
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The safe-loaded content of a YAML file, every failure one :class:`SchemaError` line:
+    a missing path or a folder, binary or non-UTF-8 bytes, invalid YAML (with its line), a
+    value YAML cannot read (a date 2020-13-45), nesting deeper than 64 or a file over 16 MiB.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "bad.yaml"
+    >>> _ = path.write_text("when: 2020-13-45")
+    >>> read_yaml(path, "schema file")
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.SchemaError: schema file '...bad.yaml' is not valid YAML: month must be in 1..12
+    """
+    path = Path(path)
+    if not path.is_file():
+        state = "is a folder" if path.is_dir() else "does not exist"
+        raise SchemaError(f"{what} {str(path)!r} {state}; give the path of a YAML file")
+    if path.stat().st_size > MAX_YAML_BYTES:
+        raise SchemaError(f"{what} {str(path)!r} is over 16 MiB; a schema or config is far smaller")
+    try:
+        text = path.read_text(encoding="utf-8")
+        if "\x00" in text:
+            raise UnicodeDecodeError("utf-8", b"", 0, 1, "binary data")
+        data = yaml.safe_load(text)
+    except UnicodeDecodeError:
+        raise SchemaError(f"{what} {str(path)!r} is not UTF-8 text; save it as YAML") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SchemaError(f"{what} {str(path)!r} is not valid YAML{where}") from None
+    except RecursionError:
+        raise SchemaError(f"{what} {str(path)!r} is nested too deeply") from None
+    except ValueError as err:  # a value the loader cannot build, e.g. a date 2020-13-45
+        raise SchemaError(f"{what} {str(path)!r} is not valid YAML: {err}") from None
+    if _depth(data) > MAX_YAML_DEPTH:
+        raise SchemaError(f"{what} {str(path)!r} is nested more than {MAX_YAML_DEPTH} deep")
+    return data
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_YAML_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
 class Schema:
     """Public facts about a table's columns, read from YAML or a dict."""
 
@@ -181,14 +234,7 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
-        path = Path(path)
-        if not path.exists():
-            raise SchemaError(f"schema file {str(path)!r} does not exist; check the path")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as err:
-            raise SchemaError(f"schema file {str(path)!r} is not valid YAML: {err}") from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_yaml(path, "schema file"), source=str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "schema") -> Schema:

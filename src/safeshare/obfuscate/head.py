@@ -30,6 +30,7 @@ import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.obfuscate.model import FrozenModel, require_torch
+from safeshare.output_folder import read_json, read_weights
 
 HEAD_WEIGHTS = "head.safetensors"
 HEAD_CONFIG = "head.json"
@@ -143,14 +144,18 @@ class ClassificationHead:
 
         if not (folder / HEAD_CONFIG).is_file():
             return None
-        meta = json.loads((folder / HEAD_CONFIG).read_text())
+        meta = read_json(folder / HEAD_CONFIG, f"a {HEAD_FORMAT} file")
         if meta.get("format") != HEAD_FORMAT or not (folder / HEAD_WEIGHTS).is_file():
             raise InputError(
                 f"{folder / HEAD_CONFIG} is not a {HEAD_FORMAT} file with {HEAD_WEIGHTS} beside "
                 "it; train the transform again with --label-column"
             )
-        tensors = load_file(str(folder / HEAD_WEIGHTS))
-        head = cls(tensors["weight"], tensors["bias"], meta["classes"], str(meta["fingerprint"]))
+        tensors = read_weights(folder / HEAD_WEIGHTS, load_file)
+        if not {"weight", "bias"} <= tensors.keys() or not isinstance(meta.get("classes"), list):
+            raise InputError(f"{folder / HEAD_CONFIG} does not describe a saved head; train again")
+        head = cls(
+            tensors["weight"], tensors["bias"], meta["classes"], str(meta.get("fingerprint"))
+        )
         head.check_model(model)
         return head
 

@@ -33,7 +33,7 @@ from typing import Any
 from safeshare.errors import InputError
 from safeshare.obfuscate.head import ClassificationHead
 from safeshare.obfuscate.model import FrozenModel, require_torch
-from safeshare.output_folder import staged_output
+from safeshare.output_folder import read_json, read_weights, staged_output
 
 WEIGHTS = "transform.safetensors"
 CONFIG = "transform.json"
@@ -210,14 +210,26 @@ class ObfuscationTransform:
         path = Path(folder)
         if not (path / CONFIG).is_file() or not (path / WEIGHTS).is_file():
             raise InputError(f"{path} has no {CONFIG} and {WEIGHTS}; pass a saved transform folder")
-        meta = json.loads((path / CONFIG).read_text())
+        meta = read_json(path / CONFIG, f"a {FORMAT} file")
         if meta.get("format") != FORMAT:
             raise InputError(
                 f"{path / CONFIG} is not a {FORMAT} file (format {meta.get('format')!r})"
             )
-        transform = cls(TransformConfig(**meta["config"]), str(meta["fingerprint"]), seed=0)
+        try:
+            config = TransformConfig(**meta["config"])
+        except (KeyError, TypeError):
+            raise InputError(
+                f"{path / CONFIG} lacks a transform's settings; train the transform again"
+            ) from None
+        transform = cls(config, str(meta.get("fingerprint")), seed=0)
         transform.check_model(model)
-        transform.network.load_state_dict(load_file(str(path / WEIGHTS)))
+        state = read_weights(path / WEIGHTS, load_file)
+        try:
+            transform.network.load_state_dict(state)
+        except RuntimeError:  # other tensor names or shapes than the settings say
+            raise InputError(
+                f"{path / WEIGHTS} does not hold this transform's weights; train it again"
+            ) from None
         transform.network.eval()
         transform.head = ClassificationHead.read(path, model)
         return transform

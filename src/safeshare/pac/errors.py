@@ -18,6 +18,10 @@ class MechanismOutputError(SafeshareError, ValueError):
     """
 
 
+class MechanismFailedError(SafeshareError, RuntimeError):
+    """The black-box function raised; its message is not repeated (it may hold records)."""
+
+
 class NonDeterministicError(MechanismOutputError):
     """The function gave different outputs for the same input (it has its own randomness)."""
 

@@ -17,7 +17,8 @@ from types import TracebackType
 from typing import Any
 
 from safeshare._progress import Progress, no_progress
-from safeshare.errors import InputError
+from safeshare.errors import InputError, SafeshareError
+from safeshare.pac.errors import MechanismFailedError
 from safeshare.pac.sampling import take_rows
 
 Mechanism = Callable[[Any], Any]
@@ -79,11 +80,21 @@ class Runner:
         chunk = max(1, total // 50)
         for start in range(0, len(secrets), chunk):
             batch = secrets[start : start + chunk]
-            if self._pool is None:
-                outputs.extend(_call(self.mechanism, self.data, s) for s in batch)
-            else:
-                size = max(1, len(batch) // self.workers)
-                outputs.extend(self._pool.map(_call_in_worker, batch, chunksize=size))
+            try:
+                if self._pool is None:
+                    outputs.extend(_call(self.mechanism, self.data, s) for s in batch)
+                else:
+                    size = max(1, len(batch) // self.workers)
+                    outputs.extend(self._pool.map(_call_in_worker, batch, chunksize=size))
+            except SafeshareError:
+                raise
+            except Exception as err:  # the user's function: its message may quote records
+                name = getattr(self.mechanism, "__qualname__", type(self.mechanism).__name__)
+                raise MechanismFailedError(
+                    f"the function {name} raised {type(err).__name__} on a black-box run (its "
+                    "message is not shown: it may hold values of the data); run it on the data "
+                    "yourself to see why, fix it, and calibrate again"
+                ) from None
             progress(step, min(1.0, (done + len(outputs)) / total))
         return outputs
 

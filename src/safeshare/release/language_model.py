@@ -29,7 +29,7 @@ from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness, check_seed
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
-from safeshare.output_folder import check_output
+from safeshare.output_folder import check_output, read_json
 from safeshare.release.pipeline import ledger_summary, read_input
 from safeshare.release.resume import refund_on_failure, spend_once
 from safeshare.report.card import card_header
@@ -325,8 +325,8 @@ def is_language_model(folder: Path) -> bool:
     path = folder / "card.json"
     if not path.is_file():
         return False
-    card = json.loads(path.read_text(encoding="utf-8"))
-    return bool(card.get("model", {}).get("kind") == KIND)
+    model = read_json(path, "a model's card").get("model")
+    return isinstance(model, dict) and model.get("kind") == KIND
 
 
 @dataclass(frozen=True)
@@ -353,8 +353,10 @@ def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) 
             f"{str(folder)!r} lacks card.json or {HOLDOUT_FILE}; give the directory "
             "`safeshare train --language-model` wrote"
         )
-    card = json.loads(card_path.read_text(encoding="utf-8"))
-    holdout = json.loads(holdout_path.read_text(encoding="utf-8"))
+    card = read_json(card_path, "a language model's card")
+    holdout = read_json(holdout_path, f"a language model's {HOLDOUT_FILE}")
+    if "text_column" not in holdout or not isinstance(holdout.get("rows"), list):
+        raise InputError(f"{holdout_path} lacks the held-out rows; train the model again")
     column = str(holdout["text_column"])
     user_column = card.get("privacy", {}).get("user_column")
     source = read_texts(data, column, schema_path, user_column)

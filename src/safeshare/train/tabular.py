@@ -30,7 +30,7 @@ import numpy as np
 
 from safeshare.data import Table
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
-from safeshare.output_folder import staged_output
+from safeshare.output_folder import read_json, read_weights, staged_output
 from safeshare.train.accounting import Accounting
 from safeshare.train.device import describe_device, resolve_device
 from safeshare.train.dpsgd import (
@@ -159,10 +159,11 @@ def read_model(folder: str | Path, kind: str, written_by: str) -> tuple[dict[str
             f"{str(path)!r} lacks card.json or model.safetensors; give the directory that "
             f"{written_by} wrote"
         )
-    card = json.loads(card_path.read_text(encoding="utf-8"))
-    if card.get("model", {}).get("kind") != kind:
+    card = read_json(card_path, f"the card of a {kind}")
+    model = card.get("model")
+    if not isinstance(model, dict) or model.get("kind") != kind:
         raise InputError(f"{str(card_path)!r} is not the card of a {kind}")
-    return card, load_file(str(weights))
+    return card, read_weights(weights, load_file)
 
 
 def train_tabular(
