@@ -109,6 +109,18 @@ def _read_parquet(path: Path, missing_values: Sequence[str]) -> pd.DataFrame:
 
 
 def _read_csv(
+    path: Path, *, header: bool | None, names: Sequence[str] | None, missing_values: Sequence[str]
+) -> pd.DataFrame:
+    try:
+        return _parse_csv(path, header=header, names=names, missing_values=missing_values)
+    except csv.Error as err:  # e.g. a lone carriage return inside an unquoted field
+        raise InputError(
+            f"{str(path)!r} is not a well-formed table ({err}); quote fields that hold line "
+            "breaks, or re-save the file as CSV"
+        ) from None
+
+
+def _parse_csv(
     path: Path,
     *,
     header: bool | None,

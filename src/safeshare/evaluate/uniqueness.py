@@ -146,9 +146,13 @@ def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
     """Maximum-likelihood ``(theta, alpha)``; ``None`` when the fit does not converge."""
 
     def negative(params: np.ndarray) -> float:
-        alpha = special.expit(params[1])
+        alpha = float(special.expit(params[1]))
+        if not 0 < alpha < 1 or not -700 < params[0] < 700:  # outside the model (or float)
+            return math.inf
         theta = -alpha + math.exp(params[0])
-        return -pitman_log_likelihood(theta, alpha, sizes)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf at the model's edge
+            value = -pitman_log_likelihood(theta, alpha, sizes)
+        return value if math.isfinite(value) else math.inf
 
     best = None
     for start in ((math.log(len(sizes)), 0.0), (0.0, 1.0), (math.log(10 * len(sizes)), -1.0)):
@@ -160,7 +164,7 @@ def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
         )
         if result.success and (best is None or result.fun < best.fun):
             best = result
-    if best is None:
+    if best is None or not math.isfinite(best.fun):
         return None
     alpha = float(special.expit(best.x[1]))
     return float(-alpha + math.exp(best.x[0])), alpha
@@ -172,7 +176,7 @@ def pitman(sizes: np.ndarray, population_size: int) -> float | None:
     if fitted is None:
         return None
     theta, alpha = fitted
-    if alpha <= 1e-6:
+    if alpha <= 1e-6 or population_size < 1:
         return None
     log_value = (
         special.gammaln(theta + 1)
