@@ -124,6 +124,9 @@ def _files(folder: Path) -> None:
     (folder / "date.yaml").write_text("columns:\n  age: {kind: numeric, min: 2020-13-45}\n")
     (folder / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
     (folder / "folder.yaml").mkdir()
+    (folder / "bins.yaml").write_text(
+        "columns:\n  age: {kind: numeric, min: 0, max: 9, bins: 1000000000}\n"
+    )
     (folder / "binary.csv").write_bytes(bytes(range(256)) * 4)
     (folder / "binh.yaml").write_text(
         "quasi_identifiers:\n  age: {hierarchy: binary.csv}\nprivacy:\n  k: 2\n"
@@ -146,6 +149,7 @@ def _files(folder: Path) -> None:
         (["release", "{data}", "--schema", "date.yaml"], "month must be in 1..12"),
         (["release", "{data}", "--schema", "deep.yaml"], "nested too deeply"),
         (["release", "{data}", "--schema", "folder.yaml"], "is a folder"),
+        (["release", "{data}", "--schema", "bins.yaml"], "bins must lie in [1, 100000]"),
         (["anonymize", "{data}", "--config", "binh.yaml"], "is not UTF-8 text"),
         (["anonymize", "{data}", "--config", "deep.yaml"], "nested too deeply"),
         (["audit", "model", "--data", "{data}"], "not valid JSON at line 1"),
@@ -162,6 +166,7 @@ def _files(folder: Path) -> None:
         "yaml-date",
         "yaml-deep",
         "schema-folder",
+        "huge-bins",
         "binary-hierarchy",
         "config-deep",
         "bad-card",

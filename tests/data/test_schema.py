@@ -49,7 +49,7 @@ def test_load_yaml(tmp_path):
         ({"a": {"kind": "numeric", "min": 5, "max": 1}}, "above max"),
         ({"a": {"kind": "numeric", "categories": ["x"]}}, "takes no categories"),
         ({"a": {"kind": "categorical", "bins": 3}}, "takes no min/max/bins"),
-        ({"a": {"kind": "numeric", "bins": 0}}, "bins must be at least 1"),
+        ({"a": {"kind": "numeric", "bins": 0}}, r"bins must lie in \[1, 100000\], got 0"),
         ({"a": {"kind": "numeric", "colour": "red"}}, "columns.a.colour"),
     ],
 )

@@ -40,6 +40,10 @@ DEFAULT_BINS = 16
 MAX_SINGLETON_INTEGERS = 32
 
 
+MAX_CODES = 100_000
+"""The most bins or categories a schema gives one column (each marginal holds every code)."""
+
+
 class ColumnSpec(BaseModel):
     """One column of a schema file; fields left out are completed from the data."""
 
@@ -66,8 +70,15 @@ class ColumnSpec(BaseModel):
     @field_validator("bins")
     @classmethod
     def _positive_bins(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("bins must be at least 1")
+        if value is not None and not 1 <= value <= MAX_CODES:
+            raise ValueError(f"bins must lie in [1, {MAX_CODES}], got {value}")
+        return value
+
+    @field_validator("edges", "categories")
+    @classmethod
+    def _not_too_many(cls, value: list[Any] | None) -> list[Any] | None:
+        if value is not None and len(value) > MAX_CODES + 1:
+            raise ValueError(f"at most {MAX_CODES} codes a column, got {len(value)}")
         return value
 
     @model_validator(mode="after")
