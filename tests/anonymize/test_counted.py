@@ -195,7 +195,7 @@ def test_errors_from_counts_count_records_not_rows() -> None:
     with pytest.raises(HierarchyError) as from_counts:
         Anonymizer(config).plan(counts, weights, list(frame.columns))
     assert str(from_counts.value) == str(in_memory.value)
-    assert "3 record(s)" in str(in_memory.value) and "99999" in str(in_memory.value)
+    assert "3 record(s)" in str(in_memory.value) and "99999" not in str(in_memory.value)
 
 
 def test_a_record_the_counts_did_not_hold_is_refused_without_its_value() -> None:
