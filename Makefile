@@ -43,8 +43,9 @@ typecheck: $(VENV)/.installed-test
 layers: $(VENV)/.installed-test
 	$(BIN)/lint-imports
 
+# the fast tier on every core (pytest-xdist; each test is independent of the others)
 pytest: $(VENV)/.installed-test
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" -n auto
 
 test: lint typecheck layers pytest
 

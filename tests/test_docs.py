@@ -15,6 +15,7 @@ def blocks(path: Path) -> list[tuple[str, str]]:
     return re.findall(r"```(python|bash)\n(.*?)```", path.read_text(), flags=re.DOTALL)
 
 
+@pytest.mark.slow  # the whole tutorial, end to end
 def test_tutorial_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

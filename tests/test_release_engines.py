@@ -124,6 +124,7 @@ def test_cli_engine_option(tmp_path, fair_csv):
     assert "duckdb" in result.output
 
 
+@pytest.mark.slow  # a Spark session: the slow tier
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_spark_releases_the_same_records(tmp_path, fair_csv):
     pytest.importorskip("pyspark")
@@ -174,6 +175,7 @@ def test_a_failed_run_leaves_no_streamed_file(tmp_path, fair_csv, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.slow  # a Spark session: the slow tier
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_a_failed_spark_job_releases_nothing_and_refunds_the_ledger(tmp_path, fair_csv):
     """The Spark session dies while the model is fitted: no output, the spend refunded."""

@@ -30,7 +30,10 @@ from safeshare.engine.spark_engine import SparkEngine, SparkTable
 from safeshare.engine.spark_session import SparkJobError, require_java
 from safeshare.engine.spark_source import Encoded, SparkSource
 
-pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
+pytestmark = [  # a Spark session per worker: the slow tier
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+]
 
 # small data, many short jobs: few partitions, no UI or adaptive re-planning, and a JVM that
 # compiles quickly (C1 only) rather than well

@@ -98,6 +98,7 @@ def assert_same_release(
     return cards
 
 
+@pytest.mark.slow  # a Spark session: the slow tier
 def test_fair_csv_releases_alike_on_numpy_duckdb_and_spark(tmp_path, fair_csv, spark):
     cards = assert_same_release(tmp_path, fair_csv, FAIR_CONFIG, ("duckdb", "spark"))
     assert cards["numpy"]["suppressed"] > 0 and cards["numpy"]["models_satisfied"]

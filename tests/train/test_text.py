@@ -50,6 +50,7 @@ def sms() -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
+@pytest.mark.slow  # trains MiniLM's top layer to a target accuracy
 @needs_shared
 def test_learns_above_the_majority_class_at_a_generous_epsilon(tmp_path: Path) -> None:
     frame = sentiment()

@@ -202,6 +202,7 @@ def test_a_seeded_user_level_language_model_learns(recwarn) -> None:
     assert np.array_equal(again.losses(held[:20]), model.losses(held[:20]))
 
 
+@pytest.mark.slow  # trains MiniLM's top layer to a target accuracy
 def test_a_user_level_text_classifier_learns_at_a_modest_epsilon() -> None:
     needs_minilm()
     from safeshare.train.text import TextSettings, train_text

@@ -208,7 +208,9 @@ def _encode_bins(numbers: np.ndarray, column: Column) -> tuple[np.ndarray, Colum
 
 
 def decode_table(table: Table, rng: np.random.Generator) -> pd.DataFrame:
-    """Values from codes; a bin decodes to a uniform value (or integer) inside it."""
+    """Values from codes; a bin decodes to a value inside it, drawn from the column's finer
+    histogram where it has one (:attr:`Column.cells`), else uniformly (integers: a uniform
+    integer)."""
     data = {c.name: _decode_column(table.column(c.name), c, rng) for c in table.domain}
     return pd.DataFrame(data, index=pd.RangeIndex(len(table)))
 
@@ -224,6 +226,8 @@ def _decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) 
         return pd.Series(out, dtype=object)
     bins = np.minimum(codes, column.n_values - 1)
     values = _uniform_in_bins(bins, column, rng)
+    if column.cells:
+        values = _follow_cells(bins, values, column, rng)
     if column.kind is Kind.DATETIME:
         dates = np.array([date_of(v).isoformat() for v in values], dtype=object)
         if missing is not None:
@@ -248,6 +252,34 @@ def _uniform_in_bins(bins: np.ndarray, column: Column, rng: np.random.Generator)
     count = np.maximum(stop - first, 0)
     picks = first + np.floor(rng.random(len(bins)) * np.maximum(count, 1))
     return np.where(count > 0, picks, np.round((lo + hi) / 2)).astype(float)
+
+
+def _follow_cells(
+    bins: np.ndarray, uniform: np.ndarray, column: Column, rng: np.random.Generator
+) -> np.ndarray:
+    """Values inside each bin drawn from the column's finer histogram: a cell by its weight
+    (the share of it inside the bin), then a uniform value (or integer) inside that part.
+    A bin the histogram gives no weight keeps its ``uniform`` draw."""
+    edges, cells = np.asarray(column.edges), np.asarray(column.cells)
+    weights = np.asarray(column.weights)
+    whole = column.integer or column.kind is Kind.DATETIME
+    out = uniform.copy()
+    for b in np.unique(bins):
+        rows = np.flatnonzero(bins == b)
+        lo, hi = edges[b], edges[b + 1]
+        if whole:  # integers in [lo, hi), the last bin closed
+            lo, hi = np.ceil(lo), (np.floor(hi) + 1 if b == len(edges) - 2 else np.ceil(hi))
+        starts, stops = np.maximum(cells[:-1], lo), np.minimum(cells[1:], hi)
+        if whole:
+            starts, stops = np.ceil(starts), np.ceil(stops)
+        width = np.maximum(stops - starts, 0.0)
+        mass = weights * width / (cells[1:] - cells[:-1])
+        if mass.sum() <= 0:
+            continue
+        picked = rng.choice(len(mass), size=rows.size, p=mass / mass.sum())
+        inside = rng.random(rows.size) * width[picked]
+        out[rows] = starts[picked] + (np.floor(inside) if whole else inside)
+    return out
 
 
 def bin_midpoints(column: Column) -> np.ndarray:

@@ -71,7 +71,10 @@ class Column:
     or a datetime column (day numbers): ``len(edges) - 1`` bins, the first and
     last edge being the column's bounds.  ``missing`` adds a code for missing
     values; ``other`` (categorical/ordinal) adds a code for values outside
-    ``categories``.
+    ``categories``.  ``cells`` and ``weights`` (numeric/datetime, optional) are a finer
+    histogram inside the bounds - cell edges and a non-negative weight per cell, e.g. DP
+    discovery's noisy counts - that decoding follows inside each bin instead of drawing
+    uniformly.
     """
 
     name: str
@@ -82,12 +85,16 @@ class Column:
     integer: bool = False
     missing: bool = True
     other: bool = True
+    cells: tuple[float, ...] = ()
+    weights: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
         object.__setattr__(self, "role", Role(self.role))
         object.__setattr__(self, "categories", tuple(str(c) for c in self.categories))
         object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))
+        object.__setattr__(self, "cells", tuple(float(e) for e in self.cells))
+        object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
         where = f"column {self.name!r}"
         if not self.name:
             raise SchemaError("a column has an empty name; give every column a name")
@@ -105,6 +112,17 @@ class Column:
                 raise SchemaError(f"{where}: bin edges must be finite numbers")
             if any(b <= a for a, b in zip(self.edges, self.edges[1:], strict=False)):
                 raise SchemaError(f"{where}: bin edges must increase strictly")
+            self._check_cells(where)
+
+    def _check_cells(self, where: str) -> None:
+        if not self.cells and not self.weights:
+            return
+        if len(self.cells) != len(self.weights) + 1 or len(self.cells) < 2:
+            raise SchemaError(f"{where}: give one weight per cell between the cell edges")
+        if any(b <= a for a, b in zip(self.cells, self.cells[1:], strict=False)):
+            raise SchemaError(f"{where}: cell edges must increase strictly")
+        if not all(math.isfinite(w) and w >= 0 for w in self.weights):
+            raise SchemaError(f"{where}: cell weights must be finite and non-negative")
 
     @property
     def encodable(self) -> bool:
@@ -175,6 +193,9 @@ class Column:
         elif self.encodable:
             out["edges"] = list(self.edges)
             out["integer"] = self.integer
+            if self.cells:
+                out["cells"] = list(self.cells)
+                out["weights"] = list(self.weights)
         out["missing"] = self.missing
         return out
 
@@ -189,6 +210,8 @@ class Column:
             integer=bool(data.get("integer", False)),
             missing=bool(data.get("missing", True)),
             other=bool(data.get("other", True)),
+            cells=tuple(data.get("cells", ())),
+            weights=tuple(data.get("weights", ())),
         )
 
 

@@ -28,7 +28,8 @@ Plan first (costs are known before data is read), then run:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -42,10 +43,11 @@ from safeshare.errors import BudgetError
 
 MAX_CATEGORIES = 100
 MAX_BINS = 16
-MAX_SINGLETON_INTEGERS = 32
-# a grid cell counts as occupied above this many noise deviations: with ~800 cells
-# the chance that noise alone crosses it somewhere is below 0.3 %
-_OCCUPIED_SIGMAS = 4.5
+MAX_SINGLETON_INTEGERS = 128  # integer ranges this short keep one code per value
+UNIT_CELLS_UP_TO = 1024  # integers up to this size are counted one cell per value
+FALSE_OCCUPANCY = 0.003  # the chance that noise alone makes a range reach an empty cell
+GROWN_SHARE = 0.9
+MAX_CELLS = 4096  # the finer histogram kept for decoding, at most this many cells
 
 
 @dataclass(frozen=True)
@@ -195,23 +197,73 @@ def date_grid(first_year: int = 1900, last_year: int = 2100) -> np.ndarray:
     return np.array([day_number(m.date()) for m in months])
 
 
+def integer_grid(unit_limit: int = UNIT_CELLS_UP_TO) -> np.ndarray:
+    """Public cell edges for integers: one cell per integer up to ``unit_limit`` in size, the
+    log-linear :func:`numeric_grid` beyond (so ages, hours and counts keep every value)."""
+    log = numeric_grid()
+    outer = log[np.abs(log) > unit_limit]
+    units = np.arange(-unit_limit, unit_limit + 1, dtype=float)
+    return np.concatenate([outer[outer < 0], units, outer[outer > 0]])
+
+
+def occupied_threshold(cells: int, sigma: float) -> float:
+    """The noisy count above which one of ``cells`` cells counts as occupied: noise alone
+    crosses it somewhere with probability at most :data:`FALSE_OCCUPANCY`."""
+    z = statistics.NormalDist().inv_cdf(1 - FALSE_OCCUPANCY / max(cells, 1))
+    return z * sigma
+
+
+def occupied_range(noisy: np.ndarray, sigma: float) -> tuple[int, int] | None:
+    """The first and last cell of the range the noisy histogram shows, or None.
+
+    The range starts at the outermost cells above :func:`occupied_threshold`, then grows
+    outward while a block just beyond it (2, 4, 8, ... cells) holds a noisy sum above the
+    threshold scaled by the square root of its length - a tail spread thin over many cells
+    (capital gains, long hours) shows in a block before it shows in any cell - to the cell
+    where the block reaches :data:`GROWN_SHARE` of its noisy mass.
+    """
+    occupied = np.flatnonzero(noisy >= occupied_threshold(len(noisy), sigma))
+    if occupied.size == 0:
+        return None
+    last = _grow(noisy, int(occupied[-1]), sigma)
+    first = len(noisy) - 1 - _grow(noisy[::-1], len(noisy) - 1 - int(occupied[0]), sigma)
+    return first, last
+
+
+def _grow(noisy: np.ndarray, last: int, sigma: float) -> int:
+    tests = 2 * math.ceil(math.log2(max(len(noisy), 2)))  # blocks tried on each side, at most
+    size = 2
+    while last + 1 < len(noisy):
+        block = noisy[last + 1 : last + 1 + size].astype(float)
+        total = block.sum()
+        if total >= occupied_threshold(tests, sigma) * math.sqrt(len(block)):
+            reached = np.cumsum(block) >= GROWN_SHARE * total  # most of the block's mass
+            last += 1 + int(np.argmax(reached))
+            size = 2
+        elif last + 1 + size >= len(noisy):
+            break
+        else:
+            size *= 2
+    return last
+
+
 def _bins(
     values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
 ) -> tuple[Column, str | None]:
-    grid = date_grid() if target.kind is Kind.DATETIME else numeric_grid()
+    grid = _grid(target)
     numbers = as_numbers(values, target.name, target.kind)
     numbers = numbers[~np.isnan(numbers)]
     cells = np.clip(np.searchsorted(grid, numbers, side="right") - 1, 0, len(grid) - 2)
     noisy = mechanism.release(np.bincount(cells, minlength=len(grid) - 1), rand)
-    occupied = np.flatnonzero(noisy >= _OCCUPIED_SIGMAS * mechanism.sigma)
+    found = occupied_range(noisy, mechanism.sigma)
     note = None
-    if occupied.size == 0:
-        occupied = np.array([int(np.argmax(noisy))])
+    if found is None:
+        found = (int(np.argmax(noisy)),) * 2
         note = (
             f"column {target.name!r}: too few records per value to find its range at this budget; "
             "its bounds are a guess. Declare min and max in a schema"
         )
-    first, last = int(occupied[0]), int(occupied[-1])
+    first, last = found
     lo, hi = float(grid[first]), float(grid[last + 1])
     if target.minimum is not None:
         lo = max(lo, target.minimum) if target.minimum < hi else target.minimum
@@ -223,7 +275,29 @@ def _bins(
     if integer:
         edges = _integer_edges(edges, target.max_bins)
     column = Column(target.name, target.kind, target.role, edges=edges, integer=integer)
-    return column, note
+    return _with_cells(column, grid[first : last + 2], mass), note
+
+
+def _grid(target: Target) -> np.ndarray:
+    if target.kind is Kind.DATETIME:
+        return date_grid()
+    return integer_grid() if target.integer else numeric_grid()
+
+
+def _with_cells(column: Column, grid: np.ndarray, mass: np.ndarray) -> Column:
+    """``column`` with the noisy grid histogram inside its bounds, for decoding (post-processing
+    of the same measurement: no extra cost); unchanged when it holds no mass or too many cells."""
+    lo, hi = column.bounds
+    if column.integer and column.n_values == math.floor(hi) - math.ceil(lo) + 1:
+        return column  # one code per value: nothing to follow inside a bin
+    if column.integer:  # the last integer bin is closed: its cell reaches past the top edge
+        hi = max(hi, math.floor(hi) + 1.0)
+    cells = np.unique(np.concatenate([[lo, hi], grid[(grid > lo) & (grid < hi)]]))
+    pieces = np.clip(np.searchsorted(grid, cells[:-1], side="right") - 1, 0, len(mass) - 1)
+    weights = mass[pieces]
+    if weights.sum() <= 0 or len(weights) > MAX_CELLS:
+        return column
+    return replace(column, cells=tuple(cells.tolist()), weights=tuple(weights.tolist()))
 
 
 def _equal_mass_edges(

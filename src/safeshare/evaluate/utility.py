@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from safeshare.engine import CountingEngine, default_engine
 from safeshare.evaluate.results import MarginalDistance
 
 MAX_MARGINALS = 1000
+T = TypeVar("T")
 
 
 def marginal_tvd(
@@ -49,7 +51,7 @@ def marginal_tvd(
     for k in ways:
         if k > len(left.columns) or k < 1:
             continue
-        subsets = _subsets(left.columns, k, max_marginals, rng)
+        subsets = column_subsets(list(left.columns), k, max_marginals, rng)
         distances = [tvd(engine.counts(left, s), engine.counts(right, s)) for s in subsets]
         results.append(
             MarginalDistance(
@@ -71,9 +73,10 @@ def tvd(a: np.ndarray, b: np.ndarray) -> float:
     return 0.5 * float(np.abs(a / sa - b / sb).sum())
 
 
-def _subsets(
-    columns: Sequence[str], k: int, limit: int, rng: np.random.Generator | None
-) -> list[list[str]]:
+def column_subsets(
+    columns: Sequence[T], k: int, limit: int, rng: np.random.Generator | None
+) -> list[list[T]]:
+    """Every set of ``k`` of ``columns``, or a uniform sample of ``limit`` of them (with ``rng``)."""
     total = math.comb(len(columns), k)
     if total <= limit:
         return [list(s) for s in itertools.combinations(columns, k)]

@@ -46,12 +46,15 @@ AUTO_DUCKDB_BYTES = 1 << 30  # inputs larger than this go to DuckDB when the eng
 
 @dataclass(frozen=True)
 class Parts:
-    """What encoding gives a release: codes to fit on, bounded tables to evaluate."""
+    """What encoding gives a release: codes to fit on, bounded tables to evaluate (as codes, and
+    the same rows as read, for the scorer that reads values)."""
 
     train: CodedTable
     train_sample: Table
     holdout_sample: Table | None
     report: EncodeReport
+    train_values: pd.DataFrame
+    holdout_values: pd.DataFrame | None
     notes: list[str] = field(default_factory=list)
 
 
@@ -232,9 +235,12 @@ class FrameInput:
         held = Table.from_frame(self._rows(holdout), domain)[0] if holdout.size else None
         sample = self._train_positions(EVALUATION_ROWS)
         train_sample = train if sample.size == len(train) else self._encode(sample, domain)
+        held_rows = np.sort(self._ranked()[: min(self.n_holdout, EVALUATION_ROWS)])
         if held is not None and len(held) > EVALUATION_ROWS:
-            held = self._encode(np.sort(self._ranked()[:EVALUATION_ROWS]), domain)
-        return Parts(train, train_sample, held, report, _sample_notes(len(train), self.n_holdout))
+            held = self._encode(held_rows, domain)
+        notes = _sample_notes(len(train), self.n_holdout)
+        held_values = self._rows(held_rows) if held_rows.size else None
+        return Parts(train, train_sample, held, report, self._rows(sample), held_values, notes)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.engine_name}
@@ -366,7 +372,15 @@ class EngineInput:
                 min(self.n_holdout, EVALUATION_ROWS),
             ).fetch()
         notes = _sample_notes(len(encoded.train), self.n_holdout)
-        return Parts(encoded.train, train_sample, held, encoded.report, notes)
+        train_values = self.source.frame(self._train_sample(EVALUATION_ROWS))
+        held_values = None
+        if self.n_holdout:
+            held_values = self.source.frame(
+                self._rank_at_most(min(self.n_holdout, EVALUATION_ROWS))
+            )
+        return Parts(
+            encoded.train, train_sample, held, encoded.report, train_values, held_values, notes
+        )
 
     def describe(self) -> dict[str, object]:
         return {"name": self.engine_name, **self._settings}

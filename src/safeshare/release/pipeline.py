@@ -50,6 +50,7 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
+from safeshare.evaluate.neutral import value_utility
 from safeshare.output_folder import check_output
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
@@ -67,7 +68,7 @@ from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.synthesizer import TabularPE
 
 METHODS = ("mst", "aim", "pe", "anonymize")
-DOMAIN_SHARE = 0.1  # share of rho spent discovering domains, when the schema leaves some open
+DOMAIN_SHARE = 0.2  # share of rho spent discovering domains, when the schema leaves some open
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
 
 
@@ -276,7 +277,13 @@ def _release_input(
             epsilon_spent = accountant.check_within(budget)
 
             report("evaluating", 0.8)
-            utility, risk = evaluate_release(synthetic, train, holdout, rng)
+            code_utility, risk = evaluate_release(synthetic, train, holdout, rng)
+            utility = value_utility(
+                sampled.first_frame.iloc[: len(synthetic)],
+                parts.train_values,
+                parts.holdout_values,
+                rng,
+            )
             assessment = _attack(synthetic, train, holdout, rng)
             card = card_module.build_card(
                 method=method,
@@ -300,6 +307,7 @@ def _release_input(
                 model=synthesizer.describe(),
             )
             report("writing", 0.9)
+            card["metrics"]["utility_codes"] = code_utility.to_dict()
             if assessment is not None:
                 card["metrics"]["evaluation"] = assessment.to_dict()
             card["engine"] = data.describe()
