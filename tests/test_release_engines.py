@@ -43,6 +43,7 @@ def assert_same_release(tmp_path: Path, path: Path, **options: object) -> tuple[
     return numpy, duck
 
 
+@pytest.mark.slow  # an engine end to end on a large input: the slow tier
 def test_duckdb_and_numpy_release_the_same_records_with_dp_discovery(tmp_path, fair_csv):
     numpy, duck = assert_same_release(tmp_path, fair_csv)
     assert numpy["engine"] == {"name": "numpy"}
@@ -50,6 +51,7 @@ def test_duckdb_and_numpy_release_the_same_records_with_dp_discovery(tmp_path, f
     assert "counted by" in (tmp_path / "duckdb" / "report.html").read_text()
 
 
+@pytest.mark.slow  # an engine end to end on a large input: the slow tier
 def test_large_inputs_sample_and_stream_identically(tmp_path, fair_csv, monkeypatch):
     """Beyond the sample and chunk sizes (shrunk here), both engines still agree row for row."""
     monkeypatch.setattr(inputs, "SAMPLE_ROWS", 2000)
@@ -90,6 +92,7 @@ def test_engine_choices_are_checked(tmp_path, fair, fair_csv):
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.slow  # an engine end to end on a large input: the slow tier
 def test_auto_picks_duckdb_above_the_size_threshold(tmp_path, fair_csv, monkeypatch):
     monkeypatch.setattr(inputs, "AUTO_DUCKDB_BYTES", 1000)
     card = release_with("auto", fair_csv, tmp_path / "auto")

@@ -222,7 +222,7 @@ def _decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) 
         labels = np.array(list(column.labels()), dtype=object)
         out = labels[codes]
         if missing is not None:
-            out[missing] = None
+            out[missing] = column.missing_label or None
         return pd.Series(out, dtype=object)
     bins = np.minimum(codes, column.n_values - 1)
     values = _uniform_in_bins(bins, column, rng)

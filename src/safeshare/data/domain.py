@@ -74,7 +74,8 @@ class Column:
     ``categories``.  ``cells`` and ``weights`` (numeric/datetime, optional) are a finer
     histogram inside the bounds - cell edges and a non-negative weight per cell, e.g. DP
     discovery's noisy counts - that decoding follows inside each bin instead of drawing
-    uniformly.
+    uniformly.  ``missing_label`` (categorical/ordinal) is how a decoded missing value is
+    written ('?' where the input writes it so; empty by default).
     """
 
     name: str
@@ -87,6 +88,7 @@ class Column:
     other: bool = True
     cells: tuple[float, ...] = ()
     weights: tuple[float, ...] = ()
+    missing_label: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -190,6 +192,8 @@ class Column:
         if self.is_categorical:
             out["categories"] = list(self.categories)
             out["other"] = self.other
+            if self.missing_label:
+                out["missing_label"] = self.missing_label
         elif self.encodable:
             out["edges"] = list(self.edges)
             out["integer"] = self.integer
@@ -212,6 +216,7 @@ class Column:
             other=bool(data.get("other", True)),
             cells=tuple(data.get("cells", ())),
             weights=tuple(data.get("weights", ())),
+            missing_label=str(data.get("missing_label", "")),
         )
 
 

@@ -259,6 +259,35 @@ def _clean_text(values: pd.Series, missing_values: Sequence[str]) -> pd.Series:
     return stripped.mask(stripped.isin(list(missing_values)))
 
 
+def split_missing(
+    raw: pd.DataFrame, missing_values: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A frame read with no missing tokens, split into the frame with NA where a token stood and
+    the token that stood there when it is not the empty field (NA elsewhere; only the columns
+    where such a token occurs).
+
+    >>> raw = pd.DataFrame({"job": ["nurse", "?", ""], "age": ["31", "", "40"]}, dtype="string")
+    >>> frame, spelled = split_missing(raw, ("", "?"))
+    >>> frame["job"].isna().tolist(), spelled["job"].tolist()
+    ([False, True, True], [<NA>, '?', <NA>])
+    >>> list(spelled.columns)
+    ['job']
+    """
+    frame = raw.copy()
+    spellings = {}
+    tokens = list(missing_values)
+    for name in raw.columns:
+        values = raw[name]
+        if not (values.dtype == object or pd.api.types.is_string_dtype(values.dtype)):
+            continue
+        missing = values.isin(tokens).fillna(False).to_numpy(dtype=bool)
+        frame[name] = values.mask(missing)
+        spelled = missing & values.ne("").fillna(False).to_numpy(dtype=bool)
+        if spelled.any():
+            spellings[name] = values.where(spelled)
+    return frame, pd.DataFrame(spellings, index=raw.index)
+
+
 def check_column_names(names: Sequence[str], where: str) -> None:
     """Refuse unnamed and repeated column names (every reader and engine alike)."""
     if any(not n or not n.strip() or n.startswith("Unnamed:") for n in names):

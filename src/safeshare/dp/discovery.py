@@ -45,7 +45,7 @@ MAX_CATEGORIES = 100
 MAX_BINS = 16
 MAX_SINGLETON_INTEGERS = 128  # integer ranges this short keep one code per value
 UNIT_CELLS_UP_TO = 1024  # integers up to this size are counted one cell per value
-FALSE_OCCUPANCY = 0.003  # the chance that noise alone makes a range reach an empty cell
+FALSE_OCCUPANCY = 1e-4  # the chance that noise alone makes a range reach an empty cell
 GROWN_SHARE = 0.9
 MAX_CELLS = 4096  # the finer histogram kept for decoding, at most this many cells
 
@@ -97,12 +97,19 @@ class DiscoveryPlan:
                 events.append(GaussianEvent(self.sigma, 1.0, label))
         return events
 
-    def run(self, frame: pd.DataFrame, rand: Randomness) -> DiscoveryResult:
+    def run(
+        self, frame: pd.DataFrame, rand: Randomness, spellings: Spellings | None = None
+    ) -> DiscoveryResult:
+        """The columns the plan finds in ``frame``; with ``spellings``, a categorical column
+        also learns how the input writes a missing value (:class:`Spellings`)."""
         columns, notes = [], []
         for target in self.targets:
             mechanism = GaussianMechanism(self.sigma, 1.0, f"domain of {target.name!r}")
             if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
-                column, note = self._categories(frame[target.name], target, mechanism, rand)
+                spelled = spellings.of(frame[target.name]) if spellings is not None else None
+                column, note = self._categories(
+                    frame[target.name], target, mechanism, rand, spelled
+                )
             else:
                 column, note = _bins(frame[target.name], target, mechanism, rand)
             columns.append(column)
@@ -111,10 +118,18 @@ class DiscoveryPlan:
         return DiscoveryResult(columns, notes)
 
     def _categories(
-        self, values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
+        self,
+        values: pd.Series,
+        target: Target,
+        mechanism: GaussianMechanism,
+        rand: Randomness,
+        spelled: pd.Series | None,
     ) -> tuple[Column, str | None]:
         counts = values.dropna().astype("string").str.strip().value_counts(sort=False)
-        noisy = mechanism.release(counts.to_numpy(), rand)
+        # one histogram: each record is in one cell, a value's or its missing spelling's
+        tokens = spelled if spelled is not None else pd.Series(dtype=float)
+        noisy_all = mechanism.release(np.concatenate([counts.to_numpy(), tokens.to_numpy()]), rand)
+        noisy, noisy_tokens = noisy_all[: len(counts)], noisy_all[len(counts) :]
         kept = [
             (int(c), str(v))
             for v, c in zip(counts.index, noisy, strict=True)
@@ -132,7 +147,48 @@ class DiscoveryPlan:
                 "all its values map to '(other)'. Declare its categories in a schema to keep them"
             )
         categories = tuple(sorted(v for _, v in kept))
-        return Column(target.name, target.kind, target.role, categories=categories), note
+        label = _missing_label(tokens.index, noisy_tokens, mechanism.sigma)
+        column = Column(
+            target.name, target.kind, target.role, categories=categories, missing_label=label
+        )
+        return column, note
+
+
+@dataclass(frozen=True)
+class Spellings:
+    """How the missing values of the rows discovery reads were written.
+
+    ``frame`` holds, for those rows, the spelling of each missing value other than the empty
+    field ('?', 'NA', ...; NA elsewhere and in columns it lacks); ``tokens`` is the public
+    list of spellings that mean missing.  Discovery counts every token of a categorical
+    column in the same histogram as its values (a record falls in one cell: no extra cost)
+    and writes missing values back with the spelling whose noisy count is clearly the most
+    frequent.
+    """
+
+    frame: pd.DataFrame
+    tokens: tuple[str, ...]
+
+    def of(self, values: pd.Series) -> pd.Series:
+        """The count of each token among the missing values of ``values`` (every token listed)."""
+        missing = values.isna().to_numpy()
+        if values.name in self.frame.columns:
+            written = self.frame[values.name].astype("string").fillna("").to_numpy(dtype=object)
+        else:
+            written = np.full(len(values), "", dtype=object)
+        spelled = pd.Series(written[missing], dtype=object)
+        counts = spelled.value_counts().reindex(list(self.tokens), fill_value=0)
+        return counts.astype(np.int64)
+
+
+def _missing_label(tokens: pd.Index, noisy: np.ndarray, sigma: float) -> str:
+    """The token clearly the most frequent way to write a missing value ('' when none is)."""
+    if len(tokens) == 0:
+        return ""
+    best = int(np.argmax(noisy))
+    if str(tokens[best]) == "" or noisy[best] < occupied_threshold(len(tokens), sigma):
+        return ""
+    return str(tokens[best])
 
 
 def plan_discovery(
@@ -216,35 +272,32 @@ def occupied_threshold(cells: int, sigma: float) -> float:
 def occupied_range(noisy: np.ndarray, sigma: float) -> tuple[int, int] | None:
     """The first and last cell of the range the noisy histogram shows, or None.
 
-    The range starts at the outermost cells above :func:`occupied_threshold`, then grows
-    outward while a block just beyond it (2, 4, 8, ... cells) holds a noisy sum above the
-    threshold scaled by the square root of its length - a tail spread thin over many cells
-    (capital gains, long hours) shows in a block before it shows in any cell - to the cell
-    where the block reaches :data:`GROWN_SHARE` of its noisy mass.
+    The range starts at the outermost cells above :func:`occupied_threshold`.  It then
+    takes in every aligned block of 2, 4, 8, ... cells outside it whose noisy sum clears
+    the threshold scaled by the square root of the block's length - a tail spread thin over
+    many cells (capital gains, long hours) shows in a block before it shows in any cell -
+    up to the cell where that block reaches :data:`GROWN_SHARE` of its noisy mass.  The
+    blocks of all sizes share the false-occupancy chance.
     """
     occupied = np.flatnonzero(noisy >= occupied_threshold(len(noisy), sigma))
     if occupied.size == 0:
         return None
-    last = _grow(noisy, int(occupied[-1]), sigma)
-    first = len(noisy) - 1 - _grow(noisy[::-1], len(noisy) - 1 - int(occupied[0]), sigma)
-    return first, last
-
-
-def _grow(noisy: np.ndarray, last: int, sigma: float) -> int:
-    tests = 2 * math.ceil(math.log2(max(len(noisy), 2)))  # blocks tried on each side, at most
+    first, last = int(occupied[0]), int(occupied[-1])
     size = 2
-    while last + 1 < len(noisy):
-        block = noisy[last + 1 : last + 1 + size].astype(float)
-        total = block.sum()
-        if total >= occupied_threshold(tests, sigma) * math.sqrt(len(block)):
-            reached = np.cumsum(block) >= GROWN_SHARE * total  # most of the block's mass
-            last += 1 + int(np.argmax(reached))
-            size = 2
-        elif last + 1 + size >= len(noisy):
-            break
-        else:
-            size *= 2
-    return last
+    while size <= len(noisy):
+        blocks = len(noisy) // size
+        sums = noisy[: blocks * size].reshape(blocks, size).sum(axis=1, dtype=float)
+        clear = sums >= occupied_threshold(2 * len(noisy), sigma) * math.sqrt(size)
+        for block in np.flatnonzero(clear):
+            start, stop = int(block) * size, int(block) * size + size
+            mass = np.cumsum(noisy[start:stop].astype(float))
+            if start > last:  # beyond the top: reach to most of the block's mass
+                last = start + int(np.argmax(mass >= GROWN_SHARE * mass[-1]))
+            elif stop <= first:  # below the bottom, the same from the other side
+                from_top = np.cumsum(noisy[start:stop][::-1].astype(float))
+                first = stop - 1 - int(np.argmax(from_top >= GROWN_SHARE * from_top[-1]))
+        size *= 2
+    return first, last
 
 
 def _bins(

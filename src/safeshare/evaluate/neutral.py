@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -44,6 +45,7 @@ from safeshare.evaluate.utility import MAX_MARGINALS, column_subsets
 NUMERIC_SHARE = 0.95  # a column is numeric when more than this share of its values are numbers
 MIN_DISTINCT_TO_CUT = 20  # numeric columns with this many distinct values are cut at quantiles
 QUANTILE_BINS = 10
+DENSE_CELLS = 1 << 22  # marginals with at most this many cells are counted without sorting
 _NO_CELL = -(2**40)  # a missing text value: in no cell of any marginal
 
 
@@ -58,19 +60,7 @@ def neutral_tvd(
 ) -> MarginalDistance:
     """Mean and max TVD over every ``ways``-column marginal, by the rules above (over a uniform
     sample of ``max_marginals`` of them when there are more, drawn with ``rng``)."""
-    left, right, names = neutral_cells(real, released, bins)
-    if ways < 1 or ways > len(names):
-        raise ValueError(f"cannot score {ways}-way marginals of {len(names)} shared column(s)")
-    limit = max_marginals or math.comb(len(names), ways)
-    subsets = column_subsets(list(range(len(names))), ways, limit, rng)
-    distances = [_tvd(left, right, subset) for subset in subsets]
-    return MarginalDistance(
-        ways=ways,
-        mean=float(np.mean(distances)),
-        max=float(np.max(distances)),
-        marginals=len(distances),
-        sampled=len(distances) < math.comb(len(names), ways),
-    )
+    return _Cells.of(real, released, bins).distance(ways, max_marginals, rng)
 
 
 def value_utility(
@@ -86,9 +76,8 @@ def value_utility(
     orders = [k for k in ways if k <= len(released.columns)]
 
     def score(real: pd.DataFrame, other: pd.DataFrame) -> tuple[MarginalDistance, ...]:
-        return tuple(
-            neutral_tvd(real, other, k, max_marginals=MAX_MARGINALS, rng=rng) for k in orders
-        )
+        cells = _Cells.of(real, other, QUANTILE_BINS)
+        return tuple(cells.distance(k, MAX_MARGINALS, rng) for k in orders)
 
     if holdout is None or holdout.empty:
         return UtilityResult(score(train, released), vs_input=score(train, released))
@@ -103,22 +92,77 @@ def value_utility(
 
 def column_distances(real: pd.DataFrame, released: pd.DataFrame) -> dict[str, float]:
     """Each shared column's 1-way TVD by the neutral rules, by name."""
-    left, right, names = neutral_cells(real, released)
-    return {name: _tvd(left, right, [i]) for i, name in enumerate(names)}
+    cells = _Cells.of(real, released, QUANTILE_BINS)
+    return {name: cells.tvd([i]) for i, name in enumerate(cells.names)}
 
 
-def neutral_cells(
-    real: pd.DataFrame, released: pd.DataFrame, bins: int = QUANTILE_BINS
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Both tables as integer cells (rows x shared columns; one code space per column)."""
-    names = [str(c) for c in real.columns if c in released.columns]
-    if not names:
-        raise ValueError("the two tables share no column")
-    left = np.empty((len(real), len(names)), dtype=np.int64)
-    right = np.empty((len(released), len(names)), dtype=np.int64)
-    for i, name in enumerate(names):
-        left[:, i], right[:, i] = _column_cells(real[name], released[name], bins)
-    return left, right, names
+@dataclass(frozen=True)
+class _Cells:
+    """Both tables as cells: one column of codes per shared column, 0 .. size-1 (-1: a missing
+    text value, in no cell), in one code space per column."""
+
+    left: np.ndarray
+    right: np.ndarray
+    sizes: tuple[int, ...]
+    names: list[str]
+
+    @classmethod
+    def of(cls, real: pd.DataFrame, released: pd.DataFrame, bins: int) -> _Cells:
+        names = [str(c) for c in real.columns if c in released.columns]
+        if not names:
+            raise ValueError("the two tables share no column")
+        left = np.empty((len(real), len(names)), dtype=np.int64)
+        right = np.empty((len(released), len(names)), dtype=np.int64)
+        sizes = []
+        for i, name in enumerate(names):
+            a, b = _column_cells(real[name], released[name], bins)
+            low = min(int(a[a != _NO_CELL].min(initial=0)), int(b[b != _NO_CELL].min(initial=0)))
+            left[:, i] = np.where(a == _NO_CELL, -1, a - low)
+            right[:, i] = np.where(b == _NO_CELL, -1, b - low)
+            sizes.append(max(int(left[:, i].max(initial=0)), int(right[:, i].max(initial=0))) + 1)
+        return cls(left, right, tuple(sizes), names)
+
+    def distance(
+        self, ways: int, max_marginals: int | None, rng: np.random.Generator | None
+    ) -> MarginalDistance:
+        if ways < 1 or ways > len(self.names):
+            raise ValueError(f"cannot score {ways}-way marginals of {len(self.names)} column(s)")
+        total = math.comb(len(self.names), ways)
+        subsets = column_subsets(list(range(len(self.names))), ways, max_marginals or total, rng)
+        distances = [self.tvd(subset) for subset in subsets]
+        return MarginalDistance(
+            ways=ways,
+            mean=float(np.mean(distances)),
+            max=float(np.max(distances)),
+            marginals=len(distances),
+            sampled=len(distances) < total,
+        )
+
+    def tvd(self, columns: Sequence[int]) -> float:
+        """Half the L1 distance between the two tables' shares of each cell of ``columns``."""
+        n_left, n_right = len(self.left), len(self.right)
+        if n_left == 0 or n_right == 0:
+            return 0.0 if n_left == n_right else 1.0
+        product = math.prod(self.sizes[c] for c in columns)
+        left, right = self._keys(self.left, columns), self._keys(self.right, columns)
+        if product <= DENSE_CELLS:
+            n_cells = product
+        else:  # sparse: number the cells that occur
+            keys, inverse = np.unique(np.concatenate([left, right]), return_inverse=True)
+            left, right = inverse[: len(left)], inverse[len(left) :]
+            n_cells = len(keys)
+        p = np.bincount(left, minlength=n_cells) / n_left
+        q = np.bincount(right, minlength=n_cells) / n_right
+        return 0.5 * float(np.abs(p - q).sum())
+
+    def _keys(self, codes: np.ndarray, columns: Sequence[int]) -> np.ndarray:
+        """One integer per cell (mixed radix), for the rows in a cell of every column."""
+        keys = np.zeros(len(codes), dtype=np.int64)
+        in_cell = np.ones(len(codes), dtype=bool)
+        for c in columns:
+            keys = keys * self.sizes[c] + codes[:, c]
+            in_cell &= codes[:, c] >= 0
+        return keys if in_cell.all() else keys[in_cell]
 
 
 def _column_cells(real: pd.Series, released: pd.Series, bins: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,26 +202,3 @@ def _codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     both = pd.Series(np.concatenate([left, right]), dtype=object)
     codes, _ = pd.factorize(both, use_na_sentinel=False)
     return codes[: len(left)], codes[len(left) :]
-
-
-def _tvd(left: np.ndarray, right: np.ndarray, columns: Sequence[int]) -> float:
-    if len(left) == 0 or len(right) == 0:
-        return 0.0 if len(left) == len(right) else 1.0
-    both = np.concatenate([left[:, columns], right[:, columns]])
-    in_cell = (both != _NO_CELL).all(axis=1)
-    from_left = in_cell[: len(left)].sum()
-    both = both[in_cell]
-    if both.size == 0:
-        return 0.0
-    both -= both.min(axis=0)  # cells from 0 (a missing number's cell is -1)
-    sizes = both.max(axis=0) + 1
-    if np.prod(sizes.astype(float)) < 2**62:  # one integer per cell, read in mixed radix
-        strides = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1]])
-        keys = both @ strides
-    else:
-        keys = np.unique(both, axis=0, return_inverse=True)[1].reshape(-1)
-    _, cells = np.unique(keys, return_inverse=True)
-    n_cells = int(cells.max()) + 1
-    p = np.bincount(cells[:from_left], minlength=n_cells) / len(left)
-    q = np.bincount(cells[from_left:], minlength=n_cells) / len(right)
-    return 0.5 * float(np.abs(p - q).sum())

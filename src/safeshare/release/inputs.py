@@ -25,7 +25,13 @@ import pandas as pd
 
 from safeshare.data.codec import EncodeReport
 from safeshare.data.domain import Domain
-from safeshare.data.readers import fingerprint_file, fingerprint_frame, read_frame
+from safeshare.data.readers import (
+    MISSING_TOKENS,
+    fingerprint_file,
+    fingerprint_frame,
+    read_frame,
+    split_missing,
+)
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import CodedTable, Table
@@ -121,6 +127,11 @@ class ReleaseInput(Protocol):
         """The train rows DP discovery reads (all, or a sample of SAMPLE_ROWS)."""
         ...
 
+    def discovery_spellings(self) -> pd.DataFrame | None:
+        """For the rows of :meth:`discovery_frame`, how each missing value was written ('?',
+        'NA', ...; NA elsewhere), for the columns that write one other than the empty field."""
+        ...
+
     def encode(self, domain: Domain) -> Parts:
         """Codes of train and holdout under ``domain``, with the samples evaluation reads."""
         ...
@@ -182,8 +193,15 @@ class FrameInput:
 
     engine_name = "numpy"
 
-    def __init__(self, frame: pd.DataFrame, name: str, fingerprint: str) -> None:
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        name: str,
+        fingerprint: str,
+        spellings: pd.DataFrame | None = None,
+    ) -> None:
         self._frame = frame
+        self._spellings = spellings if spellings is not None else pd.DataFrame(index=frame.index)
         self.name = name
         self.fingerprint = fingerprint
         self._by_rank: np.ndarray | None = None
@@ -199,11 +217,10 @@ class FrameInput:
 
     @classmethod
     def from_file(cls, path: Path, schema: Schema | None, dataset_name: str | None) -> FrameInput:
-        if schema is None:
-            frame = read_frame(path)
-        else:
-            frame = read_frame(path, names=schema.names, missing_values=schema.missing_values)
-        return cls(frame, dataset_name or path.name, fingerprint_file(path))
+        names = schema.names if schema is not None else None
+        tokens = schema.missing_values if schema is not None else MISSING_TOKENS
+        frame, spellings = split_missing(read_frame(path, names=names, missing_values=()), tokens)
+        return cls(frame, dataset_name or path.name, fingerprint_file(path), spellings)
 
     def __len__(self) -> int:
         return len(self._frame)
@@ -227,6 +244,12 @@ class FrameInput:
     def discovery_frame(self) -> pd.DataFrame:
         return self._rows(self._train_positions(SAMPLE_ROWS))
 
+    def discovery_spellings(self) -> pd.DataFrame | None:
+        if self._spellings.columns.empty:
+            return None
+        positions = self._train_positions(SAMPLE_ROWS)
+        return self._spellings.iloc[positions].reset_index(drop=True)
+
     def encode(self, domain: Domain) -> Parts:
         holdout = np.sort(self._ranked()[: self.n_holdout])
         in_holdout = np.zeros(len(self._frame), dtype=bool)
@@ -239,8 +262,9 @@ class FrameInput:
         if held is not None and len(held) > EVALUATION_ROWS:
             held = self._encode(held_rows, domain)
         notes = _sample_notes(len(train), self.n_holdout)
-        held_values = self._rows(held_rows) if held_rows.size else None
-        return Parts(train, train_sample, held, report, self._rows(sample), held_values, notes)
+        held_values = self._as_written(held_rows) if held_rows.size else None
+        train_values = self._as_written(sample)
+        return Parts(train, train_sample, held, report, train_values, held_values, notes)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.engine_name}
@@ -270,6 +294,15 @@ class FrameInput:
 
     def _rows(self, positions: np.ndarray) -> pd.DataFrame:
         return self._frame.iloc[positions].reset_index(drop=True)
+
+    def _as_written(self, positions: np.ndarray) -> pd.DataFrame:
+        """Rows with each missing value spelled as the file spells it (what the scorer reads)."""
+        rows = self._rows(positions)
+        for name in self._spellings.columns:
+            rows[name] = rows[name].fillna(
+                self._spellings[name].iloc[positions].reset_index(drop=True)
+            )
+        return rows
 
     def _encode(self, positions: np.ndarray, domain: Domain) -> Table:
         return Table.from_frame(self._rows(positions), domain)[0]
@@ -354,6 +387,9 @@ class EngineInput:
         wanted = [h, h + SAMPLE_ROWS, h + EVALUATION_ROWS, min(h, EVALUATION_ROWS)]
         self._thresholds = dict(zip(wanted, order.thresholds(n, wanted), strict=True))
         return n - h, h
+
+    def discovery_spellings(self) -> pd.DataFrame | None:
+        return None  # the engines read a missing value as the empty field
 
     def discovery_frame(self) -> pd.DataFrame:
         if self._discovery is None:

@@ -48,12 +48,7 @@ from safeshare.evaluate.split import holdout_size
 from safeshare.evaluate.text import text_metrics
 from safeshare.output_folder import check_output
 from safeshare.release.output import write_release
-from safeshare.release.pipeline import (
-    DOMAIN_SHARE,
-    THRESHOLD_DELTA_SHARE,
-    ledger_summary,
-    read_input,
-)
+from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ledger_summary, read_input
 from safeshare.release.resume import save_results, spend_once
 from safeshare.report.text import build_text_card, render_text_report
 from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu
@@ -62,6 +57,8 @@ from safeshare.synth.pe.evolution import PrivateEvolution
 from safeshare.synth.pe.labels import LabelledEvolution
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.text import MiniLMEmbedder
+
+LABEL_SHARE = 0.1  # share of rho that finds the labels, when no schema lists them
 
 DEFAULT_ITERATIONS = 5
 DEFAULT_SAMPLES = {"word": 400, "openai-compatible": 100, "local": 100}
@@ -183,7 +180,7 @@ def release_text(
     delta_thresholds = THRESHOLD_DELTA_SHARE * delta if discover else 0.0
     mu = gdp_mu(epsilon, delta - delta_thresholds)
     rho = mu**2 / 2
-    rho_labels = DOMAIN_SHARE * rho if discover else 0.0
+    rho_labels = LABEL_SHARE * rho if discover else 0.0
     discovery = plan_discovery(
         [Target(label_column, Kind.CATEGORICAL)] if discover and label_column else [],
         rho_labels,
