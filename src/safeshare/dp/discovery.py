@@ -6,11 +6,15 @@ category *is* a person).  Here every fact costs budget and is itemized:
 * **categories**: a discrete Gaussian histogram over the values present in the
   data, released only above a threshold, so a value held by one record appears
   with probability at most ``tail`` (an additive delta); rarer values fold into
-  "(other)".
+  "(other)".  The same histogram counts each public spelling of a missing value
+  ('?', 'NA', ...), so the release writes missing values as the input does.
 * **numeric and datetime bounds and bins**: a discrete Gaussian histogram over a
-  fixed public grid (log-linear for numbers, months for dates); the bounds are
-  the outermost cells clearly above the noise, and bins of roughly equal mass are
-  read off the same noisy histogram (post-processing, no extra cost).
+  fixed public grid (one cell per integer up to 1,024 for integer columns, log-linear
+  beyond and for decimals, months for dates); the bounds are the outermost cells or
+  blocks of cells clearly above the noise; an integer range of at most 128 values
+  keeps one code per value, otherwise bins of roughly equal mass are read off the
+  same noisy histogram, which decoding then follows inside each bin
+  (post-processing, no extra cost).
 
 Plan first (costs are known before data is read), then run:
 
