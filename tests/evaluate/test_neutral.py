@@ -45,11 +45,23 @@ def test_numbers_compare_by_value_and_text_by_string() -> None:
     assert neutral_tvd(real, renamed, 1).max == 1.0
 
 
+def _reference(folder: Path, real: str, released: str, ways: int) -> tuple[float, float, int]:
+    """What ``../shared/tools/neutral_tvd.py real released ways`` prints: mean, max, marginals."""
+    script = SHARED.parent / "tools" / "neutral_tvd.py" if SHARED else None
+    if script is None or not script.is_file():
+        pytest.fail("the shared folder lacks tools/neutral_tvd.py")
+    printed = subprocess.run(
+        [sys.executable, str(script), real, released, str(ways)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return float(printed[0]), float(printed[1]), int(printed[2])
+
+
 @needs_shared
 def test_agrees_with_the_shared_reference(tmp_path: Path) -> None:
-    reference = SHARED.parent / "tools" / "neutral_tvd.py" if SHARED else None
-    if reference is None or not reference.is_file():
-        pytest.fail("the shared folder lacks tools/neutral_tvd.py")
     rng = np.random.default_rng(1)
     real, released = _table(rng, 3000), _table(rng, 2500)
     released.loc[released.index[:40], "age"] = np.nan  # missing numbers: a cell of their own
@@ -57,44 +69,27 @@ def test_agrees_with_the_shared_reference(tmp_path: Path) -> None:
     real.to_csv(tmp_path / "real.csv", index=False)
     released.to_csv(tmp_path / "released.csv", index=False)
     for ways in (1, 2, 3):
-        printed = subprocess.run(
-            [sys.executable, str(reference), "real.csv", "released.csv", str(ways)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
+        mean, largest, marginals = _reference(tmp_path, "real.csv", "released.csv", ways)
         ours = neutral_tvd(
             pd.read_csv(tmp_path / "real.csv"), pd.read_csv(tmp_path / "released.csv"), ways
         )
-        assert ours.mean == pytest.approx(float(printed[0]), abs=1e-4)
-        assert ours.max == pytest.approx(float(printed[1]), abs=1e-4)
-        assert ours.marginals == int(printed[2])
+        assert ours.mean == pytest.approx(mean, abs=1e-4)
+        assert ours.max == pytest.approx(largest, abs=1e-4)
+        assert ours.marginals == marginals
 
 
 @needs_shared
 def test_the_card_reports_what_the_reference_gives_on_the_written_files(tmp_path: Path) -> None:
     from safeshare.release import release
 
-    reference = SHARED.parent / "tools" / "neutral_tvd.py" if SHARED else None
-    if reference is None or not reference.is_file():
-        pytest.fail("the shared folder lacks tools/neutral_tvd.py")
-    table = _table(np.random.default_rng(2), 3000).replace({"job": {"?": "e"}})
+    table = _table(np.random.default_rng(2), 3000)  # its 'job' writes missing values as '?'
     table.to_csv(tmp_path / "input.csv", index=False)
     result = release(
         tmp_path / "input.csv", out=tmp_path / "out", epsilon=4.0, seed=0, ledger=tmp_path / "l"
     )
     utility = result.card["metrics"]["utility"]
     for ways in (1, 3):
-        printed = subprocess.run(
-            [sys.executable, str(reference), "input.csv", "out/synthetic.csv", str(ways)],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        assert utility["tvd_vs_input"][f"{ways}way"]["mean"] == pytest.approx(
-            float(printed[0]),
-            abs=5e-5,  # it prints four decimals
-        )
+        mean, _, _ = _reference(tmp_path, "input.csv", "out/synthetic.csv", ways)
+        figure = utility["tvd_vs_input"][f"{ways}way"]["mean"]
+        assert figure == pytest.approx(mean, abs=5e-5)  # the reference prints four decimals
     assert "utility_codes" in result.card["metrics"]  # the code-level figure, as a second line
