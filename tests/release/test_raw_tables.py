@@ -48,3 +48,14 @@ def test_without_a_spelling_missing_values_stay_empty(tmp_path: Path) -> None:
             ledger=tmp_path / "ledger")  # fmt: skip
     text = pd.read_csv(tmp_path / "out" / "synthetic.csv", dtype=str, keep_default_na=False)
     assert (text["job"] == "").mean() > 0.05 and not (text["job"] == "?").any()
+
+
+def test_discovery_counts_the_spellings_whatever_the_data_hold(tmp_path: Path) -> None:
+    from safeshare.data.row_order import RowOrder
+    from safeshare.release.inputs import FrameInput
+
+    _raw_table(50, 4).replace({"job": {"?": "cook"}}).to_csv(tmp_path / "t.csv", index=False)
+    data = FrameInput.from_file(tmp_path / "t.csv", None, None)
+    data.split(0.2, RowOrder.draw(np.random.default_rng(0)))
+    spellings = data.discovery_spellings()  # no token in the file: still measured, all ''
+    assert spellings is not None and len(spellings) == 40 and spellings.columns.empty

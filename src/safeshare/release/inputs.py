@@ -129,7 +129,8 @@ class ReleaseInput(Protocol):
 
     def discovery_spellings(self) -> pd.DataFrame | None:
         """For the rows of :meth:`discovery_frame`, how each missing value was written ('?',
-        'NA', ...; NA elsewhere), for the columns that write one other than the empty field."""
+        'NA', ...; NA elsewhere), for the columns that write one other than the empty field;
+        None where the engine cannot tell (then no spelling is measured, for any input)."""
         ...
 
     def encode(self, domain: Domain) -> Parts:
@@ -245,8 +246,8 @@ class FrameInput:
         return self._rows(self._train_positions(SAMPLE_ROWS))
 
     def discovery_spellings(self) -> pd.DataFrame | None:
-        if self._spellings.columns.empty:
-            return None
+        # given even when no column writes a token: whether discovery counts the tokens must
+        # not depend on the data (one '?' would otherwise decide it)
         positions = self._train_positions(SAMPLE_ROWS)
         return self._spellings.iloc[positions].reset_index(drop=True)
 
