@@ -73,19 +73,22 @@ async def _read_body(request: Any, limit: int) -> bytes:
     """The body, refused with 413 as soon as it (declared or streamed) exceeds ``limit``, and
     with 408 when a chunk takes more than :data:`BODY_TIMEOUT` seconds to come.
 
-    A body declared too large is refused before any of it is read; the rest of a body found
-    too large while streaming is read and dropped (up to 16 MiB, never kept), so a client
-    still sending gets the answer instead of a reset connection.
+    A body declared too large is refused without keeping any of it; a refused body (declared
+    or found too large) is read and dropped up to 16 MiB in all, so a client still sending
+    gets the answer instead of a reset connection. A body declared beyond 16 MiB is refused
+    before any of it is read.
     """
+    stream = request.stream().__aiter__()
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
             raise PayloadError(400, "Content-Length must be a non-negative integer")
         if int(declared) > limit:
+            if int(declared) <= _DRAIN_BYTES:
+                await _drain(stream, 0)
             raise PayloadError(413, f"body of {declared} bytes exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    stream = request.stream().__aiter__()
     while (chunk := await _next_chunk(stream)) is not None:
         size += len(chunk)
         if size > limit:
