@@ -132,6 +132,7 @@ def audit_command(
     extraction."""
     import numpy as np
 
+    from safeshare.dp.budget import PrivacyBudget
     from safeshare.dp.randomness import Randomness
     from safeshare.errors import InputError
     from safeshare.output_folder import check_output
@@ -196,8 +197,7 @@ def audit_command(
         prepared = prepare_table(
             source,
             target,
-            settings["epsilon"],
-            settings["delta"],
+            PrivacyBudget(settings["epsilon"], settings["delta"]),
             unsafe_infer=True,  # the audit's output stays with the data owner
             seed=seed,
         )

@@ -175,6 +175,7 @@ def _pilot_table(
     data: Path, target: str, schema: Path | None, pilots: int, quiet: bool, as_json: bool
 ) -> Any:
     """The table the pilots run on; says, before they run, that they are not private."""
+    from safeshare.dp.budget import PrivacyBudget
     from safeshare.errors import InputError
     from safeshare.release.training import prepare_table, read_table
     from safeshare.train.dpsgd import require_torch
@@ -190,7 +191,7 @@ def _pilot_table(
     warn(f"{pilots} pilot runs on {data.name}: {NOT_PRIVATE}")
     source = read_table(data, target, schema)
     # the domain is read without DP too (the pilots are non-private tuning; nothing is released)
-    prepared = prepare_table(source, target, 1.0, 1e-6, unsafe_infer=True)
+    prepared = prepare_table(source, target, PrivacyBudget(1.0, 1e-6), unsafe_infer=True)
     return prepared.table
 
 

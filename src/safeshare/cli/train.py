@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from safeshare.cli._output import progress_bar, stdout, warn
+from safeshare.errors import InputError
 
 
 def train_command(
@@ -140,160 +144,103 @@ def train_command(
 ) -> None:
     """Train a DP-SGD model (an MLP classifier; a text classifier with --text-column; a
     byte-level language model with --language-model --text-column); write a card."""
-    from safeshare.errors import BudgetError, InputError
+    from safeshare.errors import BudgetError
+    from safeshare.release.job import JobRequest
     from safeshare.train.accounting import ACCOUNTANTS
 
     if accountant not in ACCOUNTANTS:
         raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
+    request = JobRequest(
+        data,
+        out,
+        epsilon,
+        delta=delta,
+        schema_path=schema,
+        seed=seed,
+        ledger=ledger,
+        total_epsilon=total_epsilon,
+        total_delta=total_delta,
+        force=force,
+    )
+    users: dict[str, Any] = {
+        "user_column": user_column,
+        "max_records_per_user": max_records_per_user,
+    }
+    shared = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}
+    overrides = {k: v for k, v in shared.items() if v is not None}
+    clip: dict[str, Any] = {} if clipping is None else {"clipping": clipping}
+    common: dict[str, Any] = {"max_grad_norm": max_grad_norm, "accountant": accountant, **overrides}
+    job: Callable[..., Any]
     if language_model:
-        _train_language_model(
-            data,
-            text_column,
-            target,
-            out,
-            epsilon=epsilon,
-            delta=delta,
-            schema=schema,
-            max_length=max_length,
-            hidden=hidden,
-            layers=layers,
-            heads=heads,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            max_grad_norm=max_grad_norm,
-            clipping=clipping,
-            accountant=accountant,
-            holdout_fraction=holdout_fraction,
-            user_column=user_column,
-            max_records_per_user=max_records_per_user,
-            device=device,
-            unsafe_infer=unsafe_infer,
-            seed=seed,
-            ledger=ledger,
-            total_epsilon=total_epsilon,
-            total_delta=total_delta,
-            force=force,
-            quiet=quiet or as_json,
-            as_json=as_json,
+        _check_language_model_flags(text_column, target, clipping, unsafe_infer)
+        from safeshare.release.language_model import train_language_model_release
+        from safeshare.train.language_model import LanguageModelSettings
+
+        lm_settings = LanguageModelSettings(
+            context=max_length, width=hidden, layers=layers, heads=heads, **common
         )
-        return
-    if target is None:
+        job = partial(
+            train_language_model_release,
+            request,
+            str(text_column),
+            lm_settings,
+            holdout_fraction=holdout_fraction,
+            **users,
+        )
+    elif target is None:
         raise InputError(
             "--target is required: name the column to predict (only --language-model trains "
             "without one)"
         )
-    common: dict[str, Any] = {
-        "epsilon": epsilon,
-        "delta": delta,
-        "schema_path": schema,
-        "unsafe_infer": unsafe_infer,
-        "seed": seed,
-        "ledger": ledger,
-        "total_epsilon": total_epsilon,
-        "total_delta": total_delta,
-        "force": force,
-        "device": device,
-    }
-    with progress_bar(quiet or as_json) as progress:
-        if text_column is not None:
-            from safeshare.release.text_training import train_text_release
-            from safeshare.train.text import TextSettings
+    elif text_column is not None:
+        from safeshare.release.text_training import train_text_release
+        from safeshare.train.text import TextSettings
 
-            text_settings = TextSettings(
-                max_length=max_length,
-                train_layers=train_layers,
-                epochs=3.0 if epochs is None else epochs,
-                batch_size=256 if batch_size is None else batch_size,
-                learning_rate=1e-2 if learning_rate is None else learning_rate,
-                layer_learning_rate=layer_learning_rate,
-                max_grad_norm=max_grad_norm,
-                clipping="ghost" if clipping is None else clipping,
-                accountant=accountant,  # type: ignore[arg-type]
-            )
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", UserWarning)
-                model: Any = train_text_release(
-                    data,
-                    target,
-                    text_column,
-                    out,
-                    settings=text_settings,
-                    progress=progress,
-                    user_column=user_column,
-                    max_records_per_user=max_records_per_user,
-                    **common,
-                )
-            for warning in caught:  # e.g. how many texts were truncated (never a text)
-                warn(warning.message)
-        else:
-            from safeshare.release.training import TrainingSettings, train_release
+        text_settings = TextSettings(
+            max_length=max_length,
+            train_layers=train_layers,
+            layer_learning_rate=layer_learning_rate,
+            **clip,
+            **common,
+        )
+        job = partial(
+            train_text_release,
+            request,
+            target,
+            text_column,
+            text_settings,
+            unsafe_infer=unsafe_infer,
+            **users,
+        )
+    else:
+        from safeshare.release.training import TrainingSettings, train_release
 
-            settings = TrainingSettings(
-                epochs=5.0 if epochs is None else epochs,
-                batch_size=512 if batch_size is None else batch_size,
-                hidden=hidden,
-                learning_rate=2e-3 if learning_rate is None else learning_rate,
-                max_grad_norm=max_grad_norm,
-                clipping="linear-ghost" if clipping is None else clipping,
-                accountant=accountant,  # type: ignore[arg-type]
-                user_column=user_column,
-                max_records_per_user=max_records_per_user,
-            )
-            model = train_release(data, target, out, settings=settings, progress=progress, **common)
-    card = model.card
+        settings = TrainingSettings(hidden=hidden, **users, **clip, **common)
+        job = partial(train_release, request, target, settings, unsafe_infer=unsafe_infer)
+    with progress_bar(quiet or as_json) as progress, _warnings_shown():
+        card = job(progress=progress, device=device).card
     if as_json:
         stdout.print_json(json.dumps(card))
-        return
-    if quiet:
-        return
-    stdout.print(f"written    {out}/model.safetensors, card.json")
-    _print_guarantee(card)
-    if text_column is not None:
-        spec = card["model"]
-        stdout.print(f"model      {spec['trained']}; max {spec['max_length']} tokens per text")
-    stdout.print(f"domain     {card['domain_source']}")
-    for line in card["notes"]:
-        warn(line, label="note")
+    elif not quiet:
+        _print_summary(card, out, text_column, language_model)
 
 
-def _train_language_model(
-    data: Path,
-    text_column: str | None,
-    target: str | None,
-    out: Path,
-    *,
-    epsilon: float,
-    delta: float | None,
-    schema: Path | None,
-    max_length: int,
-    hidden: int,
-    layers: int,
-    heads: int,
-    epochs: float | None,
-    batch_size: int | None,
-    learning_rate: float | None,
-    max_grad_norm: float,
-    clipping: str | None,
-    accountant: str,
-    holdout_fraction: float,
-    user_column: str | None,
-    max_records_per_user: int,
-    device: str,
-    unsafe_infer: bool,
-    seed: int | None,
-    ledger: Path | None,
-    total_epsilon: float | None,
-    total_delta: float | None,
-    force: bool,
-    quiet: bool,
-    as_json: bool,
+@contextmanager
+def _warnings_shown() -> Iterator[None]:
+    """Print the job's warnings (e.g. how many texts were truncated; never a text) as it ends."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                warn(warning.message)
+
+
+def _check_language_model_flags(
+    text_column: str | None, target: str | None, clipping: str | None, unsafe_infer: bool
 ) -> None:
-    """``--language-model``: check the flags, train, print what protects the model."""
-    from safeshare.errors import InputError
-    from safeshare.release.language_model import train_language_model_release
-    from safeshare.train.language_model import LanguageModelSettings
-
+    """Refuse the flags ``--language-model`` cannot honour, naming the fix."""
     if text_column is None:
         raise InputError(
             "--language-model needs --text-column: name the column of texts it should learn"
@@ -313,55 +260,31 @@ def _train_language_model(
             "--unsafe-infer does not apply to --language-model: its vocabulary (bytes) is "
             "public and no domain is read; drop it"
         )
-    settings = LanguageModelSettings(
-        context=max_length,
-        width=hidden,
-        layers=layers,
-        heads=heads,
-        epochs=5.0 if epochs is None else epochs,
-        batch_size=64 if batch_size is None else batch_size,
-        learning_rate=3e-3 if learning_rate is None else learning_rate,
-        max_grad_norm=max_grad_norm,
-        accountant=accountant,  # type: ignore[arg-type]
-    )
-    with progress_bar(quiet) as progress, warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        model = train_language_model_release(
-            data,
-            text_column,
-            out,
-            epsilon=epsilon,
-            delta=delta,
-            schema_path=schema,
-            settings=settings,
-            holdout_fraction=holdout_fraction,
-            user_column=user_column,
-            max_records_per_user=max_records_per_user,
-            device=device,
-            seed=seed,
-            ledger=ledger,
-            total_epsilon=total_epsilon,
-            total_delta=total_delta,
-            force=force,
-            progress=progress,
+
+
+def _print_summary(
+    card: dict[str, Any], out: Path, text_column: str | None, language_model: bool
+) -> None:
+    """What was written and what protects it, in a few lines."""
+    if language_model:
+        spec, holdout = card["model"], card["holdout"]
+        stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json")
+        _print_guarantee(card)
+        stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
+        users = f", {holdout['users']} whole users" if "users" in holdout else ""
+        stdout.print(
+            f"held out   {holdout['texts']} of {card['input']['rows']} texts{users} for audits "
+            "(row positions in holdout.json)"
         )
-    for warning in caught:  # e.g. how many texts were cut to the context (never a text)
-        warn(warning.message)
-    card = model.card
-    if as_json:
-        stdout.print_json(json.dumps(card))
         return
-    if quiet:
-        return
-    spec, holdout = card["model"], card["holdout"]
-    stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json")
+    stdout.print(f"written    {out}/model.safetensors, card.json")
     _print_guarantee(card)
-    stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
-    users = f", {holdout['users']} whole users" if "users" in holdout else ""
-    stdout.print(
-        f"held out   {holdout['texts']} of {card['input']['rows']} texts{users} for audits "
-        "(row positions in holdout.json)"
-    )
+    if text_column is not None:
+        spec = card["model"]
+        stdout.print(f"model      {spec['trained']}; max {spec['max_length']} tokens per text")
+    stdout.print(f"domain     {card['domain_source']}")
+    for line in card["notes"]:
+        warn(line, label="note")
 
 
 def _print_guarantee(card: dict[str, Any]) -> None:

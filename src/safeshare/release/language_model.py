@@ -24,17 +24,15 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
-from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
-from safeshare.dp.ledger import Ledger
-from safeshare.dp.randomness import Randomness, check_seed
+from safeshare.dp.budget import PrivacyBudget
+from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
-from safeshare.output_folder import check_output, read_json
-from safeshare.release.pipeline import ledger_summary, read_input
-from safeshare.release.resume import refund_on_failure, spend_once
+from safeshare.output_folder import read_json
+from safeshare.release.job import JobRequest, paid
+from safeshare.release.pipeline import read_input
+from safeshare.release.training import check_training_job
 from safeshare.report.card import card_header
-from safeshare.train.device import resolve_device
-from safeshare.train.dpsgd import require_torch
 from safeshare.train.language_model import (
     KIND,
     LanguageModel,
@@ -136,112 +134,84 @@ def check_sizes(
 
 
 def train_language_model_release(
-    data: Path,
+    request: JobRequest,
     text_column: str,
-    out: Path,
-    *,
-    epsilon: float,
-    delta: float | None = None,
-    schema_path: Path | None = None,
     settings: LanguageModelSettings | None = None,
+    *,
     holdout_fraction: float = DEFAULT_HOLDOUT,
-    seed: int | None = None,
-    ledger: Ledger | Path | None = None,
-    total_epsilon: float | None = None,
-    total_delta: float | None = None,
-    force: bool = False,
-    progress: Progress | None = None,
     user_column: str | None = None,
     max_records_per_user: int = 64,
+    progress: Progress | None = None,
     device: str = "auto",
 ) -> LanguageModel:
-    """Train the byte-level LM with DP-SGD on ``text_column`` of ``data``; write it to ``out``.
+    """Train the byte-level LM with DP-SGD on ``text_column`` of ``request.data``; write it,
+    with the held-out rows, to ``request.out``.
 
-    ``delta=None`` means 1 / (10 x texts), all rows counted (with ``user_column``,
-    1 / (10 x users), all users counted).  ``seed`` makes the held-out rows, the initial
-    weights and the noise reproducible (NOT private against anyone who knows it); None
-    draws them from the OS.  With ``user_column`` the unit is a user, ``settings.batch_size``
-    counts users and ``holdout_fraction`` is a share of the users (held out whole).
-    ``device``: auto (CUDA when torch sees a GPU), cpu, cuda or cuda:N.
+    Without a delta, the budget's is 1 / (10 x texts), all counted.  With ``user_column``
+    the unit is a user (delta 1 / (10 x users)), ``settings.batch_size`` counts users and
+    ``holdout_fraction`` is a share of the users, held out whole.  The seed makes the
+    held-out rows, weights and noise reproducible.  ``device``: auto, cpu, cuda or cuda:N.
     """
     settings = settings or LanguageModelSettings()
     report = progress or no_progress
-    check_output(out, force=force, inputs=(data, schema_path, ledger))
-    check_seed(seed)
-    check_epsilon(epsilon)
-    if delta is not None:
-        check_delta(delta)
-    require_torch()  # before any budget is spent
-    resolve_device(device)
+    check_training_job(request, device)
     report("reading", 0.0)
-    source = read_texts(data, text_column, schema_path, user_column)
+    source = read_texts(request.data, text_column, request.schema_path, user_column)
     rows = len(source.texts)
-    randomness = Randomness(seed)
+    randomness = Randomness(request.seed)
+    held_out_users = 0
     if source.users is None:
-        held_out = check_sizes(rows, holdout_fraction, settings)
+        check_sizes(rows, holdout_fraction, settings)
         units = rows
     else:  # every check, on the split too, before any budget is spent
         units = group_users(source.users, max_records_per_user, np.random.default_rng(0)).users
         held_out_users = check_sizes(rows, holdout_fraction, settings, users=units)
-        train_rows, holdout_rows = split_by_user(
-            source.users, holdout_fraction, randomness.generator()
-        )
-        held_out = len(holdout_rows)
+        split = split_by_user(source.users, holdout_fraction, randomness.generator())
         # the training users alone must still group (e.g. not one text each)
-        group_users(source.users[train_rows], max_records_per_user, np.random.default_rng(0))
-    delta = 1.0 / (10 * units) if delta is None else delta
-    total = None
-    if total_epsilon is not None or total_delta is not None:
-        total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
-    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    spend = spend_once(
-        book,
-        source.fingerprint,
-        PrivacyBudget(epsilon, delta),
-        "train dp-sgd language model",
-        None,
-        name=source.name,
-        default_total=total,
-    )
-    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+        group_users(source.users[split[0]], max_records_per_user, np.random.default_rng(0))
+    budget = request.budget(units)
+    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd language model")
+    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
         if source.users is None:
-            train_rows, holdout_rows = train_holdout_split(
-                rows, holdout_fraction, randomness.generator()
-            )
+            split = train_holdout_split(rows, holdout_fraction, randomness.generator())
+        train_rows, holdout_rows = split
         model = train_language_model(
             [source.texts[i] for i in train_rows],
-            epsilon=epsilon,
-            delta=delta,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
             settings=settings,
             text_column=text_column,
-            rng=seed,
+            rng=request.seed,
             progress=report,
             user_column=user_column,
             users=None if source.users is None else source.users[train_rows],
             max_records_per_user=max_records_per_user,
             device=device,
         )
-        card = _card(model.card, source, epsilon, delta, rows, held_out, holdout_fraction, seed)
-        card["ledger"] = ledger_summary(book, spend.status)
-        holdout: dict[str, Any] = {
-            "what": "0-based positions of the data rows (header excluded) held out of training: "
-            "positions only, never text",
-            "rows": sorted(int(r) for r in holdout_rows),
-            "rows_total": rows,
-            "text_column": text_column,
-            "input_sha256": source.fingerprint,
-        }
+        card = _card(model.card, source, budget, len(holdout_rows), holdout_fraction, request.seed)
+        card["ledger"] = payment.summary()
+        holdout = _holdout_file(source, text_column, holdout_rows)
         if source.users is not None:
-            holdout["unit"] = (
-                f"whole users (column {user_column}): every text of a held-out user is held out, "
-                "none of a training user"
-            )
-            holdout["users_held_out"] = held_out_users
+            holdout.update(_user_holdout(user_column, held_out_users))
             card["holdout"].update(_user_holdout(user_column, held_out_users, units))
         model = LanguageModel(model.module, model.settings, card)
         report("writing", 1.0)
-        model.save(out, force=force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"})
+        model.save(
+            request.out, force=request.force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"}
+        )
     return model
+
+
+def _holdout_file(source: TextInput, text_column: str, holdout_rows: Any) -> dict[str, Any]:
+    """What ``holdout.json`` says: the held-out row positions (never a text) and the input."""
+    return {
+        "what": "0-based positions of the data rows (header excluded) held out of training: "
+        "positions only, never text",
+        "rows": sorted(int(r) for r in holdout_rows),
+        "rows_total": len(source.texts),
+        "text_column": text_column,
+        "input_sha256": source.fingerprint,
+    }
 
 
 def split_by_user(
@@ -255,7 +225,16 @@ def split_by_user(
     return np.flatnonzero(~held), np.flatnonzero(held)
 
 
-def _user_holdout(column: str | None, held_out_users: int, users: int) -> dict[str, Any]:
+def _user_holdout(
+    column: str | None, held_out_users: int, users: int | None = None
+) -> dict[str, Any]:
+    """What the card (given all ``users``) or ``holdout.json`` (without) says of held-out users."""
+    if users is None:
+        return {
+            "unit": f"whole users (column {column}): every text of a held-out user is held out, "
+            "none of a training user",
+            "users_held_out": held_out_users,
+        }
     return {
         "unit": f"whole users (column {column}): all the texts of a held-out user",
         "users": held_out_users,
@@ -267,13 +246,12 @@ def _user_holdout(column: str | None, held_out_users: int, users: int) -> dict[s
 def _card(
     card: dict[str, Any],
     source: TextInput,
-    epsilon: float,
-    delta: float,
-    rows: int,
+    budget: PrivacyBudget,
     held_out: int,
     fraction: float,
     seed: int | None,
 ) -> dict[str, Any]:
+    epsilon, delta, rows = budget.epsilon, budget.delta, len(source.texts)
     privacy = card["privacy"]
     unit = "every text (one text is one record)"
     public = ["the number of texts (rows) and of training texts"]

@@ -45,7 +45,7 @@ from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, epsilon_from_rho
 from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Spellings, Target, plan_discovery
-from safeshare.dp.ledger import Ledger, LedgerStatus
+from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
 from safeshare.evaluate import evaluate_release
@@ -54,12 +54,13 @@ from safeshare.evaluate.neutral import value_utility
 from safeshare.output_folder import check_output
 from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
+from safeshare.release.job import Bill, paid
 from safeshare.release.output import (
     OUTPUT_FORMATS,
     sample_release,
     write_release,
 )
-from safeshare.release.resume import Spend, refund_on_failure, save_results, spend_once
+from safeshare.release.resume import Spend, save_results
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
@@ -245,24 +246,20 @@ def _release_input(
     # the rows discovery reads are fetched before the spend: a failed engine job here costs nothing
     discovery_rows = data.discovery_frame()
     spellings = _spellings(data, schema)
-    ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     checkpoint = _checkpoint(synthesizer)
-    spend = spend_once(
-        ledger,
-        data.fingerprint,
-        budget,
-        f"release {method}",
-        checkpoint,
-        name=data.name,
-        default_total=total_budget,
-    )
-    status = spend.status
+    bill = Bill(data.fingerprint, data.name, budget, f"release {method}", total_budget)
 
     # an engine's failed job refunds the spend: nothing is released before the final write
-    with refund_on_failure(ledger, spend, checkpoint):
+    with paid(ledger, bill, checkpoint) as payment:
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
-            decisions, discovery, discovery_rows, spellings, discovery_noise, spend, checkpoint
+            decisions,
+            discovery,
+            discovery_rows,
+            spellings,
+            discovery_noise,
+            payment.spend,
+            checkpoint,
         )
         parts = data.encode(domain)
         train, holdout = parts.train_sample, parts.holdout_sample
@@ -304,7 +301,7 @@ def _release_input(
                 holdout_fraction=holdout_fraction,
                 utility=utility,
                 risk=risk,
-                ledger=ledger_summary(ledger, status),
+                ledger=payment.summary(),
                 notes=notes + parts.notes + synthesizer.describe().get("notes", []),
                 model=synthesizer.describe(),
             )
@@ -534,15 +531,3 @@ def _has_population(folder: Path) -> bool:
 
 def _subrange(report: Progress, start: float, stop: float) -> Progress:
     return lambda step, done: report(step, start + (stop - start) * done)
-
-
-def ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
-    """The ledger's state after a spend, for the card."""
-    return {
-        "path": str(ledger.path),
-        "total_epsilon": status.total.epsilon,
-        "total_delta": status.total.delta,
-        "spent_epsilon": status.spent_epsilon,
-        "spent_delta": status.spent_delta,
-        "releases": status.releases,
-    }

@@ -47,9 +47,10 @@ from safeshare.errors import BudgetError, InputError, ModelAPIError
 from safeshare.evaluate.split import holdout_size
 from safeshare.evaluate.text import text_metrics
 from safeshare.output_folder import check_output
+from safeshare.release.job import Bill, charge
 from safeshare.release.output import write_release
-from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ledger_summary, read_input
-from safeshare.release.resume import save_results, spend_once
+from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, read_input
+from safeshare.release.resume import save_results
 from safeshare.report.text import build_text_card, render_text_report
 from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu
 from safeshare.synth.pe.backends import TextBackend
@@ -219,16 +220,11 @@ def release_text(
     events: list[PrivacyEvent] = [*discovery.events, *planned.privacy_events()]
     _check_useful(planned, len(train), max(1, len(names)), samples)
 
-    ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    spend = spend_once(
-        ledger,
-        fingerprint,
-        budget,
-        "release pe (text)",
-        folder,
-        name=name,
-        default_total=total_budget,
+    # no refund on failure: the model's server has seen samples the DP votes chose
+    payment = charge(
+        ledger, Bill(fingerprint, name, budget, "release pe (text)", total_budget), folder
     )
+    spend = payment.spend
     notes: list[str] = []
     if spend.resumed:
         notes.append(
@@ -283,7 +279,7 @@ def release_text(
         rows_out=len(synthetic),
         holdout_fraction=holdout_fraction,
         metrics=metrics,
-        ledger=ledger_summary(ledger, spend.status),
+        ledger=payment.summary(),
         notes=notes + discovery_notes(labels, discover) + backend.notes,
     )
     report("writing", 0.95)

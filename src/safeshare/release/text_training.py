@@ -13,29 +13,24 @@ users.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
-from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
-from safeshare.dp.ledger import Ledger
-from safeshare.dp.randomness import check_seed
+from safeshare.dp.budget import PrivacyBudget
 from safeshare.errors import InputError, SchemaError
-from safeshare.output_folder import check_output
-from safeshare.release.pipeline import ledger_summary
-from safeshare.release.resume import refund_on_failure, spend_once
+from safeshare.release.job import JobRequest, paid
 from safeshare.release.training import (
+    Prepared,
     SensitiveTable,
+    check_training_job,
     prepare_table,
     read_table,
     split_users,
     training_card,
 )
-from safeshare.train.device import resolve_device
-from safeshare.train.dpsgd import require_torch
 from safeshare.train.text import TextModel, TextSettings, check_texts, train_text
 from safeshare.train.user_level import check_user_batch, group_users
 
@@ -87,44 +82,29 @@ def check_target(source: SensitiveTable, target: str) -> None:
 
 
 def train_text_release(
-    data: Path,
+    request: JobRequest,
     target: str,
     text_column: str,
-    out: Path,
-    *,
-    epsilon: float,
-    delta: float | None = None,
-    schema_path: Path | None = None,
     settings: TextSettings | None = None,
+    *,
     unsafe_infer: bool = False,
-    seed: int | None = None,
-    ledger: Ledger | Path | None = None,
-    total_epsilon: float | None = None,
-    total_delta: float | None = None,
-    force: bool = False,
-    progress: Progress | None = None,
     user_column: str | None = None,
     max_records_per_user: int = 64,
+    progress: Progress | None = None,
     device: str = "auto",
 ) -> TextModel:
     """Fine-tune MiniLM's top layer(s) + a head with DP-SGD to predict ``target`` from texts.
 
-    ``delta=None`` means 1 / (10 x records), with ``user_column`` 1 / (10 x users).  The
-    budget is split as for the tabular classifier: DP discovery of the target's classes
-    (when the schema leaves them open) and DP-SGD compose sequentially.  ``device``: auto
-    (CUDA when torch sees a GPU), cpu, cuda or cuda:N.
+    Without a delta, the budget's is 1 / (10 x records), with ``user_column`` 1 / (10 x
+    users).  DP discovery of the target's classes (when the schema leaves them open) and
+    DP-SGD compose sequentially, as for the tabular classifier.  ``device``: auto, cpu,
+    cuda or cuda:N.
     """
     settings = settings or TextSettings()
     report = progress or no_progress
-    check_output(out, force=force, inputs=(data, schema_path, ledger))
-    check_seed(seed)
-    check_epsilon(epsilon)
-    if delta is not None:
-        check_delta(delta)
-    require_torch()  # before any budget is spent
-    resolve_device(device)
+    check_training_job(request, device)
     report("reading", 0.0)
-    table = read_table(data, target, schema_path)
+    table = read_table(request.data, target, request.schema_path)
     source = text_source(table, target, text_column)
     texts = check_texts(source.frame[text_column].tolist(), text_column)
     check_target(source, target)
@@ -138,52 +118,52 @@ def train_text_release(
                 "gradient is clipped per user (its own method): leave --clipping out"
             )
         check_user_batch(settings.batch_size, units)
-    delta = 1.0 / (10 * units) if delta is None else delta
-    total = None
-    if total_epsilon is not None or total_delta is not None:
-        total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
-    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    spend = spend_once(
-        book,
-        source.fingerprint,
-        PrivacyBudget(epsilon, delta),
-        "train dp-sgd text",
-        None,
-        name=source.name,
-        default_total=total,
-    )
-    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+    budget = request.budget(units)
+    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd text")
+    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
         prepared = prepare_table(
-            source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed
+            source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
         )
         column = prepared.table.domain[target]
         model = train_text(
             texts,
             prepared.table.column(target),
             column.labels(),
-            epsilon=epsilon - prepared.discovery_epsilon,
-            delta=delta - prepared.discovery_delta,
+            epsilon=budget.epsilon - prepared.discovery_epsilon,
+            delta=budget.delta - prepared.discovery_delta,
             settings=settings,
             text_column=text_column,
             target=target,
-            rng=seed,
+            rng=request.seed,
             progress=report,
             user_column=user_column,
             users=ids,
             max_records_per_user=max_records_per_user,
             device=device,
         )
-        card = training_card(prepared, model.card, epsilon, "dp-sgd (text classifier)")
-        card["model"]["class_labels_source"] = str(
-            next(d.source for d in prepared.decisions if d.name == target)
-        )
-        card["columns"][text_column] = {
-            "kind": "text",
-            "source": "the model's input: tokenized, truncated to max_length tokens",
-            "dropped": False,
-        }
-        card["ledger"] = ledger_summary(book, spend.status)
+        card = _card(prepared, model.card, budget, target, text_column)
+        card["ledger"] = payment.summary()
         model = TextModel(model.module, model.frozen, model.frozen_layers, model.classes, card)
         report("writing", 1.0)
-        model.save(out, force=force)
+        model.save(request.out, force=request.force)
     return model
+
+
+def _card(
+    prepared: Prepared,
+    model_card: dict[str, Any],
+    budget: PrivacyBudget,
+    target: str,
+    text_column: str,
+) -> dict[str, Any]:
+    """The training card, plus where the classes came from and what the text column is."""
+    card = training_card(prepared, model_card, budget.epsilon, "dp-sgd (text classifier)")
+    card["model"]["class_labels_source"] = str(
+        next(d.source for d in prepared.decisions if d.name == target)
+    )
+    card["columns"][text_column] = {
+        "kind": "text",
+        "source": "the model's input: tokenized, truncated to max_length tokens",
+        "dropped": False,
+    }
+    return card

@@ -21,14 +21,12 @@ from safeshare.data.plan import ColumnDecision, Source, check_values, decide_col
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
-from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, rho_from_epsilon
+from safeshare.dp.budget import PrivacyBudget, rho_from_epsilon
 from safeshare.dp.discovery import plan_discovery
-from safeshare.dp.ledger import Ledger
-from safeshare.dp.randomness import Randomness, check_seed
+from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
-from safeshare.output_folder import check_output
-from safeshare.release.pipeline import discovery_target, ledger_summary, read_input, resolve_domain
-from safeshare.release.resume import refund_on_failure, spend_once
+from safeshare.release.job import JobRequest, paid
+from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
 from safeshare.report.card import card_header, domain_source
 from safeshare.train.accounting import Accounting
 from safeshare.train.device import resolve_device
@@ -73,71 +71,42 @@ class TrainingSettings:
 
 
 def train_release(
-    data: Path,
+    request: JobRequest,
     target: str,
-    out: Path,
-    *,
-    epsilon: float,
-    delta: float | None = None,
-    schema_path: Path | None = None,
     settings: TrainingSettings | None = None,
+    *,
     unsafe_infer: bool = False,
-    seed: int | None = None,
-    ledger: Ledger | Path | None = None,
-    total_epsilon: float | None = None,
-    total_delta: float | None = None,
-    force: bool = False,
     progress: Progress | None = None,
     device: str = "auto",
 ) -> TabularModel:
-    """Train a DP-SGD MLP on ``data`` to predict ``target``; write weights and card to ``out``.
+    """Train a DP-SGD MLP on ``request.data`` to predict ``target``; write weights and card
+    to ``request.out``.
 
-    ``delta=None`` means 1 / (10 x records) (the record count is public, see the card).
-    ``total_epsilon``/``total_delta``: the dataset's total in the ledger when it is seen for
-    the first time (default: this run's budget).  ``device``: auto (CUDA when torch sees a
-    GPU), cpu, cuda or cuda:N.
+    ``unsafe_infer`` reads the domains the schema leaves open without DP (flagged: no
+    guarantee).  ``device``: auto (CUDA when torch sees a GPU), cpu, cuda or cuda:N.
     """
     settings = settings or TrainingSettings()
     report = progress or no_progress
-    check_output(out, force=force, inputs=(data, schema_path, ledger))
-    check_seed(seed)
-    check_epsilon(epsilon)
-    if delta is not None:
-        check_delta(delta)
-    require_torch()  # before any budget is spent
-    resolve_device(device)
+    check_training_job(request, device)
     report("reading", 0.0)
-    source = read_table(data, target, schema_path)
+    source = read_table(request.data, target, request.schema_path)
     ids = None
     units = len(source.frame)
     if settings.user_column is not None:  # checked before any budget is spent
         source, ids = split_users(source, settings.user_column, target, unsafe_infer)
         units = group_users(ids, settings.max_records_per_user, np.random.default_rng(0)).users
         check_user_batch(settings.batch_size, units)
-    delta = 1.0 / (10 * units) if delta is None else delta
-    total = None
-    if total_epsilon is not None or total_delta is not None:
-        total = PrivacyBudget(total_epsilon or epsilon, total_delta or delta)
-    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-    budget = PrivacyBudget(epsilon, delta)
-    spend = spend_once(
-        book,
-        source.fingerprint,
-        budget,
-        "train dp-sgd",
-        None,
-        name=source.name,
-        default_total=total,
-    )
-    with refund_on_failure(book, spend, None):  # a crash of the machine costs nothing
+    budget = request.budget(units)
+    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd")
+    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
         prepared = prepare_table(
-            source, target, epsilon, delta, unsafe_infer=unsafe_infer, seed=seed
+            source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
         )
         model = train_tabular(
             prepared.table,
             target,
-            epsilon=epsilon - prepared.discovery_epsilon,
-            delta=delta - prepared.discovery_delta,
+            epsilon=budget.epsilon - prepared.discovery_epsilon,
+            delta=budget.delta - prepared.discovery_delta,
             epochs=settings.epochs,
             batch_size=settings.batch_size,
             max_grad_norm=settings.max_grad_norm,
@@ -145,19 +114,26 @@ def train_release(
             hidden=settings.hidden,
             clipping=settings.clipping,
             accountant=settings.accountant,
-            rng=seed,
+            rng=request.seed,
             progress=report,
             user_column=settings.user_column,
             users=ids,
             max_records_per_user=settings.max_records_per_user,
             device=device,
         )
-        card = training_card(prepared, model.card, epsilon, "dp-sgd (tabular MLP)")
-        card["ledger"] = ledger_summary(book, spend.status)
+        card = training_card(prepared, model.card, budget.epsilon, "dp-sgd (tabular MLP)")
+        card["ledger"] = payment.summary()
         model = TabularModel(model.module, model.features, model.target, card)
         report("writing", 1.0)
-        model.save(out, force=force)
+        model.save(request.out, force=request.force)
     return model
+
+
+def check_training_job(request: JobRequest, device: str) -> None:
+    """Every check a training job makes before it reads: the request, torch, the device."""
+    request.check()
+    require_torch()  # before any budget is spent
+    resolve_device(device)
 
 
 @dataclass(frozen=True)
@@ -218,8 +194,7 @@ def read_table(data: Path, target: str, schema_path: Path | None = None) -> Sens
 def prepare_table(
     source: SensitiveTable,
     target: str,
-    epsilon: float,
-    delta: float,
+    budget: PrivacyBudget,
     *,
     unsafe_infer: bool = False,
     seed: int | None = None,
@@ -238,7 +213,7 @@ def prepare_table(
     targets = [discovery_target(d) for d in decisions if d.modelled and d.source is Source.DP]
     spent_epsilon = spent_delta = 0.0
     if targets:  # the schema leaves domains open: discovery takes its share, planned up front
-        spent_epsilon, spent_delta = DOMAIN_SHARE * epsilon, DOMAIN_SHARE * delta
+        spent_epsilon, spent_delta = DOMAIN_SHARE * budget.epsilon, DOMAIN_SHARE * budget.delta
         reserved = spent_delta / 2  # thresholds of category discovery
         discovery = plan_discovery(targets, rho_from_epsilon(spent_epsilon, reserved), reserved)
         spent_epsilon = Accountant(discovery.events).check_within(
@@ -248,7 +223,9 @@ def prepare_table(
         discovery = plan_discovery([], 0.0, 0.0)
     domain, notes = resolve_domain(decisions, discovery, frame, Randomness(seed))
     table, _ = Table.from_frame(frame, domain)
-    return Prepared(table, decisions, name, fingerprint, spent_epsilon, spent_delta, delta, notes)
+    return Prepared(
+        table, decisions, name, fingerprint, spent_epsilon, spent_delta, budget.delta, notes
+    )
 
 
 def training_card(

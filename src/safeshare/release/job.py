@@ -1,0 +1,149 @@
+"""What every paid job shares: its request, one charge to the ledger, and the refund rule.
+
+Every job that spends privacy budget follows one skeleton: check the request (before any
+value is read) -> read -> plan the privacy events -> **one charge** to the ledger -> run ->
+write atomically.  :class:`JobRequest` is what every training job is asked whatever it
+trains (the input, the output folder, the budget and the ledger that pays); a :class:`Bill`
+is what one run charges; :func:`paid` charges it and refunds it where the run then fails
+for a reason of the machine (see :func:`safeshare.release.resume.refund_on_failure`).
+
+>>> import tempfile, pathlib
+>>> from safeshare.dp.budget import PrivacyBudget
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> bill = Bill("ab12", "people.csv", PrivacyBudget(1.0, 1e-9), "train dp-sgd")
+>>> with paid(tmp / "ledger.sqlite", bill) as payment:
+...     summary = payment.summary()
+>>> summary["spent_epsilon"], summary["releases"]
+(1.0, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
+from safeshare.dp.ledger import Ledger, LedgerStatus
+from safeshare.dp.randomness import check_seed
+from safeshare.output_folder import check_output
+from safeshare.release.resume import Spend, refund_on_failure, spend_once
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What one run charges: the dataset (fingerprint, name), the budget, the ledger's label
+    for the run, and the dataset's total when the ledger meets it for the first time."""
+
+    fingerprint: str
+    name: str
+    budget: PrivacyBudget
+    label: str
+    default_total: PrivacyBudget | None = None
+
+
+@dataclass(frozen=True)
+class Payment:
+    """The ledger a run was charged in and the spend (resumed or new)."""
+
+    ledger: Ledger
+    spend: Spend
+
+    def summary(self) -> dict[str, Any]:
+        """The ledger's state after the spend, for the card."""
+        return ledger_summary(self.ledger, self.spend.status)
+
+
+def ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
+    """The ledger's state after a spend, for the card."""
+    return {
+        "path": str(ledger.path),
+        "total_epsilon": status.total.epsilon,
+        "total_delta": status.total.delta,
+        "spent_epsilon": status.spent_epsilon,
+        "spent_delta": status.spent_delta,
+        "releases": status.releases,
+    }
+
+
+def charge(
+    ledger: Ledger | str | Path | None, bill: Bill, checkpoint: str | Path | None = None
+) -> Payment:
+    """Charge ``bill`` once (a ``checkpoint`` folder's receipt makes a retry free), no refund.
+
+    For jobs whose failures cannot be refunded: Private Evolution's model server sees
+    samples chosen by DP votes, so a failure after the first vote has released something.
+    """
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    spend = spend_once(
+        book,
+        bill.fingerprint,
+        bill.budget,
+        bill.label,
+        checkpoint,
+        name=bill.name,
+        default_total=bill.default_total,
+    )
+    return Payment(book, spend)
+
+
+@contextmanager
+def paid(
+    ledger: Ledger | str | Path | None, bill: Bill, checkpoint: str | Path | None = None
+) -> Iterator[Payment]:
+    """Charge ``bill`` and run the block; a failure of the machine in it refunds the charge."""
+    payment = charge(ledger, bill, checkpoint)
+    with refund_on_failure(payment.ledger, payment.spend, checkpoint):
+        yield payment
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What a training job is asked, whatever it trains: the input, the output folder, the
+    budget, the ledger that pays for it and the seed.
+
+    ``delta=None`` means 1 / (10 x units), where the job counts its privacy units (records,
+    texts or users; the count is public, as the card says).  ``total_epsilon`` /
+    ``total_delta``: the dataset's total in the ledger when it is seen for the first time
+    (default: this run's budget).  ``seed`` makes the run reproducible and *not* private
+    against whoever knows it.
+
+    >>> request = JobRequest(Path("people.csv"), Path("model"), epsilon=2.0)
+    >>> request.budget(units=500)
+    PrivacyBudget(epsilon=2.0, delta=0.0002)
+    """
+
+    data: Path
+    out: Path
+    epsilon: float
+    delta: float | None = None
+    schema_path: Path | None = None
+    seed: int | None = None
+    ledger: Ledger | Path | None = None
+    total_epsilon: float | None = None
+    total_delta: float | None = None
+    force: bool = False
+
+    def check(self) -> None:
+        """Refuse a bad output folder, seed or budget before anything is read or spent."""
+        check_output(self.out, force=self.force, inputs=(self.data, self.schema_path, self.ledger))
+        check_seed(self.seed)
+        check_epsilon(self.epsilon)
+        if self.delta is not None:
+            check_delta(self.delta)
+
+    def budget(self, units: int) -> PrivacyBudget:
+        """This run's budget; without a delta, 1 / (10 x ``units``)."""
+        delta = 1.0 / (10 * units) if self.delta is None else self.delta
+        return PrivacyBudget(self.epsilon, delta)
+
+    def bill(self, fingerprint: str, name: str, budget: PrivacyBudget, label: str) -> Bill:
+        """What this run charges for ``budget`` on the dataset ``fingerprint``."""
+        total = None
+        if self.total_epsilon is not None or self.total_delta is not None:
+            total = PrivacyBudget(
+                self.total_epsilon or budget.epsilon, self.total_delta or budget.delta
+            )
+        return Bill(fingerprint, name, budget, label, total)
