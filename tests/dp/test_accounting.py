@@ -14,6 +14,7 @@ from safeshare.dp import (
     GaussianEvent,
     PrivacyBudget,
     ThresholdedGaussianEvent,
+    ZCDPEvent,
     epsilon_from_rho,
     rho_from_epsilon,
 )
@@ -109,3 +110,78 @@ def test_check_within_budget():
 def test_invalid_budgets(epsilon, delta, message):
     with pytest.raises(BudgetError, match=message):
         PrivacyBudget(epsilon, delta)
+
+
+GAUSSIAN_STEPS = [
+    GaussianEvent(4.0, label="1-way"),
+    GaussianEvent(6.0, l2_sensitivity=2.0, label="2-way"),
+    ComposedEvent((GaussianEvent(9.0), GaussianEvent(12.0)), "two more"),
+]
+
+
+@pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
+def test_the_three_accountings_agree_where_each_is_exact(delta):
+    from safeshare.dp.gdp import gdp_epsilon
+
+    # Gaussian steps: GDP is exact, PLD matches it to its discretization, RDP is looser
+    mu = math.sqrt(sum((l2 / s) ** 2 for s, l2 in [(4, 1), (6, 2), (9, 1), (12, 1)]))
+    gdp = Accountant(GAUSSIAN_STEPS, "gdp").epsilon(delta)
+    assert gdp == pytest.approx(gdp_epsilon(mu, delta), rel=1e-9)
+    assert Accountant(GAUSSIAN_STEPS, "gdp").gdp_mu() == pytest.approx(mu)
+    pld = Accountant(GAUSSIAN_STEPS, "pld").epsilon(delta)
+    assert pld == pytest.approx(gdp, abs=2e-3)
+    assert gdp < Accountant(GAUSSIAN_STEPS, "rdp").epsilon(delta)
+
+
+def test_dp_sgd_composes_with_the_other_steps_under_pld_and_rdp():
+    from safeshare.train.accounting import DPSGDEvent, dpsgd_epsilon
+
+    sgd = DPSGDEvent(1.0, 256 / 50_000, 196)
+    for accounting in ("pld", "rdp"):
+        alone = Accountant([sgd], accounting).epsilon(1e-5)
+        assert alone == pytest.approx(
+            dpsgd_epsilon(1.0, 256 / 50_000, 196, 1e-5, accountant=accounting)
+        )
+        discovery = GaussianEvent(30.0, label="discovery")
+        both = Accountant([discovery, sgd], accounting).epsilon(1e-5)
+        sequential = Accountant([discovery], accounting).epsilon(5e-6) + dpsgd_epsilon(
+            1.0, 256 / 50_000, 196, 5e-6, accountant=accounting
+        )
+        assert alone < both < sequential
+
+
+@pytest.mark.parametrize(
+    ("accounting", "event", "message"),
+    [
+        ("pld", ExponentialEvent(0.5, "tree edge"), "pld accounting cannot compose 'tree edge'"),
+        ("pld", ZCDPEvent(0.1, "aim rounds"), "pld accounting cannot compose 'aim rounds'"),
+        ("gdp", ExponentialEvent(0.5, "tree edge"), "Gaussian steps only, not 'tree edge'"),
+        ("gdp", ZCDPEvent(0.1, "aim rounds"), "Gaussian steps only, not 'aim rounds'"),
+    ],
+)
+def test_an_accounting_refuses_the_events_it_cannot_represent(accounting, event, message):
+    with pytest.raises(BudgetError, match=message):
+        Accountant([GaussianEvent(5.0), event], accounting).epsilon(1e-9)
+    assert Accountant([GaussianEvent(5.0), event], "rdp").epsilon(1e-9) > 0
+
+
+def test_gdp_refuses_a_sampled_step_and_an_unknown_accounting_is_refused():
+    from safeshare.train.accounting import DPSGDEvent
+
+    with pytest.raises(BudgetError, match="Gaussian steps only, not 'dp-sgd'"):
+        Accountant([DPSGDEvent(1.0, 0.01, 10)], "gdp").epsilon(1e-5)
+    with pytest.raises(BudgetError, match="accounting 'prv' is unknown"):
+        Accountant([], "prv")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("accounting", ["rdp", "pld", "gdp"])
+def test_every_accounting_takes_the_thresholds_delta_first_and_keeps_its_name(accounting):
+    event = ThresholdedGaussianEvent(10.0, 1.0, "t", threshold=60, tail=4e-10)
+    accountant = Accountant([GaussianEvent(8.0)], accounting).compose(event)
+    assert accountant.accounting == accounting
+    plain = Accountant([GaussianEvent(8.0), GaussianEvent(10.0)], accounting)
+    assert accountant.epsilon(1e-9) == pytest.approx(plain.epsilon(6e-10), rel=1e-9)
+    with pytest.raises(BudgetError, match="does not cover"):
+        accountant.epsilon(3e-10)
+    assert accountant.describe()["neighbouring"] == "ADD_OR_REMOVE_ONE"
+    assert accountant.describe()["accounting"] == accounting

@@ -24,6 +24,7 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
+from safeshare.dp.accountant import NEIGHBOURING
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
@@ -188,7 +189,15 @@ def train_language_model_release(
             max_records_per_user=max_records_per_user,
             device=device,
         )
-        card = _card(model.card, source, budget, len(holdout_rows), holdout_fraction, request.seed)
+        card = _card(
+            model.card,
+            source,
+            budget,
+            len(holdout_rows),
+            holdout_fraction,
+            request.seed,
+            settings.accountant,
+        )
         card["ledger"] = payment.summary()
         holdout = _holdout_file(source, text_column, holdout_rows)
         if source.users is not None:
@@ -250,6 +259,7 @@ def _card(
     held_out: int,
     fraction: float,
     seed: int | None,
+    accounting: str,
 ) -> dict[str, Any]:
     epsilon, delta, rows = budget.epsilon, budget.delta, len(source.texts)
     privacy = card["privacy"]
@@ -279,6 +289,9 @@ def _card(
             "epsilon": epsilon,
             "epsilon_spent": privacy["epsilon"],
             "delta": delta,
+            "accounting": accounting,
+            "neighbouring": NEIGHBOURING,
+            "composition": "one step: dp-sgd",
             "items": [{"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": delta}],
         },
         "holdout": {

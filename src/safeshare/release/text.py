@@ -26,7 +26,6 @@ the spend): a run stopped by an unreachable model server resumes there without p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +37,11 @@ import pandas as pd
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Kind
 from safeshare.data.row_order import RowOrder
+from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.discovery import Target, plan_discovery
 from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.gdp import gdp_mu
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError, ModelAPIError
@@ -52,7 +53,6 @@ from safeshare.release.output import write_release
 from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, read_input
 from safeshare.release.resume import save_results
 from safeshare.report.text import build_text_card, render_text_report
-from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.evolution import PrivateEvolution
 from safeshare.synth.pe.labels import LabelledEvolution
@@ -218,6 +218,7 @@ def release_text(
 
     planned = model_for(list(names) or ["?"])
     events: list[PrivacyEvent] = [*discovery.events, *planned.privacy_events()]
+    Accountant(events, "gdp").check_within(budget)  # the plan, exactly, before the spend
     _check_useful(planned, len(train), max(1, len(names)), samples)
 
     # no refund on failure: the model's server has seen samples the DP votes chose
@@ -259,7 +260,7 @@ def release_text(
         if evaluate
         else {}
     )
-    exact_epsilon = gdp_epsilon(_mu(events), delta - delta_thresholds)
+    exact_epsilon = Accountant(events, "gdp").check_within(budget)
     card = build_text_card(
         budget=budget,
         events=events,
@@ -292,11 +293,6 @@ def release_text(
             f"{backend.failures()} empty or malformed model replies were replaced (see the card)"
         )
     return TextReleaseResult(out, card, synthetic, warnings)
-
-
-def _mu(events: list[PrivacyEvent]) -> float:
-    """The GDP parameter of Gaussian events composed: ``sqrt(sum 2 rho_i)``."""
-    return math.sqrt(math.fsum(2 * e.rho for e in events))
 
 
 def _check_useful(

@@ -31,6 +31,7 @@ from safeshare.release.training import (
     split_users,
     training_card,
 )
+from safeshare.train.accounting import Accounting
 from safeshare.train.text import TextModel, TextSettings, check_texts, train_text
 from safeshare.train.user_level import check_user_batch, group_users
 
@@ -141,7 +142,7 @@ def train_text_release(
             max_records_per_user=max_records_per_user,
             device=device,
         )
-        card = _card(prepared, model.card, budget, target, text_column)
+        card = _card(prepared, model.card, budget, target, text_column, settings.accountant)
         card["ledger"] = payment.summary()
         model = TextModel(model.module, model.frozen, model.frozen_layers, model.classes, card)
         report("writing", 1.0)
@@ -155,9 +156,12 @@ def _card(
     budget: PrivacyBudget,
     target: str,
     text_column: str,
+    accounting: Accounting,
 ) -> dict[str, Any]:
     """The training card, plus where the classes came from and what the text column is."""
-    card = training_card(prepared, model_card, budget.epsilon, "dp-sgd (text classifier)")
+    card = training_card(
+        prepared, model_card, budget.epsilon, "dp-sgd (text classifier)", accounting
+    )
     card["model"]["class_labels_source"] = str(
         next(d.source for d in prepared.decisions if d.name == target)
     )

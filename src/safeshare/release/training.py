@@ -20,15 +20,16 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
-from safeshare.dp.accountant import Accountant
+from safeshare.dp.accountant import NEIGHBOURING, Accountant
 from safeshare.dp.budget import PrivacyBudget, rho_from_epsilon
 from safeshare.dp.discovery import plan_discovery
+from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest, paid
 from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
 from safeshare.report.card import card_header, domain_source
-from safeshare.train.accounting import Accounting
+from safeshare.train.accounting import Accounting, DPSGDEvent
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import check_settings, require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
@@ -49,6 +50,7 @@ class Prepared:
     discovery_delta: float
     delta: float  # the whole budget's delta
     notes: list[str]
+    discovery_events: tuple[PrivacyEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,9 @@ def train_release(
             max_records_per_user=settings.max_records_per_user,
             device=device,
         )
-        card = training_card(prepared, model.card, budget.epsilon, "dp-sgd (tabular MLP)")
+        card = training_card(
+            prepared, model.card, budget.epsilon, "dp-sgd (tabular MLP)", settings.accountant
+        )
         card["ledger"] = payment.summary()
         model = TabularModel(model.module, model.features, model.target, card)
         report("writing", 1.0)
@@ -224,15 +228,27 @@ def prepare_table(
     domain, notes = resolve_domain(decisions, discovery, frame, Randomness(seed))
     table, _ = Table.from_frame(frame, domain)
     return Prepared(
-        table, decisions, name, fingerprint, spent_epsilon, spent_delta, budget.delta, notes
+        table,
+        decisions,
+        name,
+        fingerprint,
+        spent_epsilon,
+        spent_delta,
+        budget.delta,
+        notes,
+        tuple(discovery.events),
     )
 
 
 def training_card(
-    prepared: Prepared, model_card: dict[str, Any], epsilon: float, method: str
+    prepared: Prepared,
+    model_card: dict[str, Any],
+    epsilon: float,
+    method: str,
+    accounting: Accounting,
 ) -> dict[str, Any]:
     """The model's card under the header every card has (:func:`card_header`), plus where
-    every column's domain came from and the whole budget."""
+    every column's domain came from and the whole budget, composed under ``accounting``."""
     privacy = model_card["privacy"]
     source = domain_source(prepared.decisions)
     columns = {
@@ -247,8 +263,8 @@ def training_card(
         }
         for d in prepared.decisions
     }
-    total_epsilon = prepared.discovery_epsilon + privacy["epsilon"]
     total_delta = prepared.discovery_delta + privacy["delta"]
+    total_epsilon, composition = _composed(prepared, privacy, total_delta, accounting)
     unsafe = any(d.source is Source.NOT_DP for d in prepared.decisions)
     guarantee = (
         "none: the domain was read from the private data without DP (--unsafe-infer)"
@@ -288,7 +304,7 @@ def training_card(
             "epsilon": epsilon,
             "epsilon_spent": total_epsilon,
             "delta": total_delta,
-            "composition": "sequential (epsilons and deltas add up)",
+            **composition,
             "items": [
                 {
                     "step": "domain discovery",
@@ -304,3 +320,28 @@ def training_card(
         "not_dp": not_dp,
         "notes": prepared.notes,
     }
+
+
+def _composed(
+    prepared: Prepared, privacy: dict[str, Any], delta: float, accounting: Accounting
+) -> tuple[float, dict[str, Any]]:
+    """The epsilon of discovery and DP-SGD together at ``delta``, and how it was composed.
+
+    Under PLD or RDP the project's accountant composes every step (dp-accounting); that is
+    never above the sum of the steps' own epsilons, which bounds it too, so the smaller of
+    the two is the claim.  The PRV accountant (Opacus) bounds DP-SGD alone, so with it the
+    steps add up.
+    """
+    added = prepared.discovery_epsilon + privacy["epsilon"]
+    named = {"accounting": accounting, "neighbouring": NEIGHBOURING}
+    if not prepared.discovery_events:  # DP-SGD alone: its own accountant's figure
+        return privacy["epsilon"], {**named, "composition": "one step: dp-sgd"}
+    if accounting == "prv":
+        return added, {**named, "composition": "sequential (epsilons and deltas add up)"}
+    dpsgd = DPSGDEvent(privacy["noise_multiplier"], privacy["sampling_rate"], privacy["steps"])
+    together = Accountant([*prepared.discovery_events, dpsgd], accounting)
+    composition = (
+        f"{accounting} over every step (dp-accounting); the steps' own epsilons (items) add "
+        "up to no less"
+    )
+    return min(together.epsilon(delta), added), {**named, "composition": composition}

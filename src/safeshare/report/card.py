@@ -171,7 +171,8 @@ def build_card(
         **header,
         "epsilon_spent": epsilon_spent,
         "budget": {
-            "accounting": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
+            **accountant.describe(),
+            "composition": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
             "dp-accounting's RDP bound; thresholds add their delta",
             "rho": accountant.rho,
             "delta_thresholds": accountant.delta_extra,

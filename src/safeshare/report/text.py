@@ -67,7 +67,8 @@ def build_text_card(
     notes: list[str],
 ) -> dict[str, Any]:
     """The card of a text release, as it reads back from JSON."""
-    mu = math.sqrt(math.fsum(2 * e.rho for e in events))
+    exact = Accountant(events, "gdp")
+    mu = exact.gdp_mu()
     columns: dict[str, Any] = {
         text_column: {"kind": "text", "role": "other", "source": "synthesized", "dropped": False}
     }
@@ -108,7 +109,8 @@ def build_text_card(
         "data": "text",
         "epsilon_spent": epsilon_spent,
         "budget": {
-            "accounting": "Gaussian DP: Gaussian steps of L2 sensitivity 1 compose to mu-GDP with "
+            **exact.describe(),
+            "composition": "Gaussian DP: Gaussian steps of L2 sensitivity 1 compose to mu-GDP with "
             "mu^2 = sum 1/sigma_i^2, converted exactly to (epsilon, delta) (Dong, Roth & Su 2022); "
             "the label threshold (if any) adds its delta",
             "gdp_mu": mu,
@@ -117,7 +119,7 @@ def build_text_card(
             "samples_per_iteration": model.get("samples_per_iteration"),
             "delta_thresholds": delta_thresholds,
             "rho": mu**2 / 2,
-            "epsilon_rdp": Accountant(events).epsilon(budget.delta),
+            "epsilon_rdp": Accountant(events, "rdp").epsilon(budget.delta),
             "epsilon_rdp_note": "the project's RDP conversion of the same steps; looser than "
             "the exact GDP curve, shown for comparison",
             "items": gdp_items(events),

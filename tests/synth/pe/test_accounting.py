@@ -8,15 +8,9 @@ import pytest
 from dp_accounting import dp_event, pld
 
 from safeshare.dp.accountant import Accountant
+from safeshare.dp.gdp import gdp_delta, gdp_epsilon, gdp_mu
 from safeshare.errors import BudgetError
-from safeshare.synth.pe.accounting import (
-    gdp_delta,
-    gdp_epsilon,
-    gdp_mu,
-    histogram_events,
-    noise_from_rho,
-    noise_multiplier,
-)
+from safeshare.synth.pe.accounting import histogram_events, noise_from_rho, noise_multiplier
 
 # Aug-PE (Xie et al., ICML 2024), Yelp: delta = 1 / (N log N) with N = 1,939,290 training
 # reviews, T = 10 iterations; the noise multipliers the issue pins for epsilon 1, 2, 4.

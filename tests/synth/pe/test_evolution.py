@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from safeshare.dp.accountant import Accountant
+from safeshare.dp.gdp import gdp_epsilon
 from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
 from safeshare.synth.pe import PrivateEvolution
-from safeshare.synth.pe.accounting import gdp_epsilon
 from safeshare.synth.pe.checkpoint import Checkpoint
 from safeshare.synth.pe.tabular import DomainAPI, TabularEmbedder
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from safeshare.dp.events import GaussianEvent
+from safeshare.dp.gdp import gdp_epsilon
 from safeshare.errors import BudgetError, InputError
-from safeshare.synth.pe.accounting import gdp_epsilon
 from safeshare.synth.pe.labels import LabelledEvolution
 
 

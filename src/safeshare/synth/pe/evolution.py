@@ -43,14 +43,10 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain
 from safeshare.data.table import Table
 from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.gdp import gdp_epsilon
 from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
-from safeshare.synth.pe.accounting import (
-    gdp_epsilon,
-    histogram_events,
-    noise_from_rho,
-    noise_multiplier,
-)
+from safeshare.synth.pe.accounting import histogram_events, noise_from_rho, noise_multiplier
 from safeshare.synth.pe.api import Embedder, RandomAPI, VariationAPI
 from safeshare.synth.pe.checkpoint import Checkpoint
 from safeshare.synth.pe.histogram import NearestNeighbourHistogram, Selection, select, systematic

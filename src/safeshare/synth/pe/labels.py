@@ -43,10 +43,11 @@ import numpy as np
 import pandas as pd
 
 from safeshare.dp.events import GaussianEvent, PrivacyEvent
+from safeshare.dp.gdp import gdp_epsilon, gdp_mu
 from safeshare.dp.mechanisms import GaussianMechanism
 from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
-from safeshare.synth.pe.accounting import gdp_epsilon, gdp_mu, histogram_events
+from safeshare.synth.pe.accounting import histogram_events
 from safeshare.synth.pe.api import Embedder
 from safeshare.synth.pe.evolution import PrivateEvolution
 
