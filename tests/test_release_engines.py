@@ -12,6 +12,7 @@ from safeshare import release
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import EngineJobError, InputError
 from safeshare.release import inputs, output
+from safeshare.release.anonymize import release_anonymized
 
 pytest.importorskip("duckdb")
 
@@ -88,7 +89,9 @@ def test_engine_choices_are_checked(tmp_path, fair, fair_csv):
         release(fair[0], out=tmp_path / "b", engine="duckdb")
     config = {"quasi_identifiers": {"age": {"hierarchy": "auto"}}, "privacy": {"k": 2}}
     with pytest.raises(InputError, match="unknown engine 'duck'"):  # anonymize checks them too
-        release(fair_csv, out=tmp_path / "c", method="anonymize", engine="duck", config=config)
+        release_anonymized(fair_csv, out=tmp_path / "c", engine="duck", config=config)
+    with pytest.raises(InputError, match="anonymization is not DP synthesis"):
+        release(fair_csv, out=tmp_path / "d", method="anonymize")
     assert not (tmp_path / "a").exists()
 
 

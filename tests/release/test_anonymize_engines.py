@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from safeshare import release
 from safeshare.anonymize.hierarchy import HierarchyError
 from safeshare.engine import distinct
 from safeshare.errors import InputError
+from safeshare.release.anonymize import release_anonymized
 from tests.conftest import SHARED, needs_shared
 
 pytest.importorskip("duckdb")
@@ -73,7 +73,7 @@ def config_file(tmp_path: Path, config: dict) -> Path:
 
 
 def anonymize_with(engine: str, data: Path, out: Path, config: dict | Path) -> dict:
-    release(data, out=out, method="anonymize", config=config, engine=engine, dataset_name="t")
+    release_anonymized(data, out=out, config=config, engine=engine, dataset_name="t")
     return json.loads((out / "card.json").read_text())
 
 
@@ -188,8 +188,8 @@ def test_errors_name_the_column_and_the_fix(tmp_path, fair_csv):
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "'religious'" in messages[0]
     with pytest.raises(InputError, match="reads files"):
-        release(pd.read_csv(fair_csv), out=tmp_path / "x", method="anonymize",
-                config=FAIR_CONFIG, engine="duckdb")  # fmt: skip
+        release_anonymized(pd.read_csv(fair_csv), out=tmp_path / "x", config=FAIR_CONFIG,
+                           engine="duckdb")  # fmt: skip
     assert not (tmp_path / "duckdb").exists()
 
 

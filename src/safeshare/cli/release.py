@@ -173,6 +173,9 @@ def release_command(
             quiet=quiet,
         )
         return
+    if method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
+        _anonymize(data, out, config, force, quiet, engine, memory_limit, spark_master)
+        return
     with progress_bar(quiet) as progress:
         result = release(
             data,
@@ -191,7 +194,6 @@ def release_command(
             ledger=ledger,
             total_budget=total,
             force=force,
-            config=config,
             progress=progress,
             engine=engine,
             memory_limit=memory_limit,
@@ -205,12 +207,41 @@ def release_command(
         for line in result.warnings:
             warn(line)
         return
-    if method == "anonymize":
-        from safeshare.cli.anonymize import anonymization_summary
+    release_summary(result.card, str(out), result.warnings)
 
-        anonymization_summary(result.card, str(out), result.warnings)
-    else:
-        release_summary(result.card, str(out), result.warnings)
+
+def _anonymize(
+    data: str,
+    out: Path,
+    config: Path | None,
+    force: bool,
+    quiet: bool,
+    engine: str,
+    memory_limit: str | None,
+    spark_master: str | None,
+) -> None:
+    """``--method anonymize``: the config's models reached by generalization, not DP."""
+    from safeshare.cli.anonymize import anonymization_summary
+    from safeshare.release.anonymize import release_anonymized
+
+    if config is None:
+        raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
+    with progress_bar(quiet) as progress:
+        result = release_anonymized(
+            data,
+            config=config,
+            out=out,
+            force=force,
+            progress=progress,
+            engine=engine,
+            memory_limit=memory_limit,
+            spark_master=spark_master,
+        )
+    if quiet:
+        for line in result.warnings:
+            warn(line)
+        return
+    anonymization_summary(result.card, str(out), result.warnings)
 
 
 _PE_FLAGS = {

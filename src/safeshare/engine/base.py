@@ -9,7 +9,8 @@ larger-than-memory files or clusters plug in behind the same two methods.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -35,3 +36,30 @@ class CountingEngine(Protocol):
     def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
         """The sizes of the non-empty groups of records sharing values on ``columns``."""
         ...
+
+
+class ClosesOnExit:
+    """``with thing:`` closes ``thing`` at the end; a subclass says what ``close`` releases.
+
+    >>> class Held(ClosesOnExit):
+    ...     def close(self) -> None:
+    ...         print("closed")
+    >>> with Held() as held:
+    ...     pass
+    closed
+    """
+
+    def close(self) -> None:
+        """Release what this holds (files, cached tables, a session)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()

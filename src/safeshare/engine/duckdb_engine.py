@@ -24,12 +24,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from safeshare.data.table import CodedTable, Table
+from safeshare.data.table import Table
+from safeshare.engine.sql_engine import SqlEngine
 from safeshare.engine.sql_table import SqlTable
 from safeshare.errors import EngineJobError, InputError, MissingDependencyError
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from safeshare.engine.duckdb_source import DuckDBSource
 
 DEFAULT_MEMORY_LIMIT = "2GB"
-_MAX_DENSE_CELLS = 1 << 26
 
 
 def require_duckdb() -> Any:
@@ -58,17 +57,12 @@ class DuckDBTable(SqlTable["DuckDBEngine"]):
     def lookup(self, mapping: str, code: str) -> str:
         return f"([{mapping}])[({code}) + 1]"
 
-    def fetch(self, order_by: str = "__row") -> Table:
-        names = list(self.columns)
-        exprs = [f"{self.expression(n)} AS c{i}" for i, n in enumerate(names)]
-        result = self.engine.query(self.select(exprs, f"ORDER BY {order_by}")).fetchnumpy()
-        return Table({n: np.asarray(result[f"c{i}"]) for i, n in enumerate(names)}, self.domain)
 
-
-class DuckDBEngine:
+class DuckDBEngine(SqlEngine[DuckDBTable]):
     """Counts with DuckDB over codes stored on disk; ``memory_limit`` caps DuckDB's memory."""
 
     name = "duckdb"
+    table_type = DuckDBTable
 
     def __init__(
         self,
@@ -102,17 +96,6 @@ class DuckDBEngine:
             self._con.close()
             self._con = None
         shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self) -> DuckDBEngine:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def query(self, sql: str) -> Any:
         """Run one statement; DuckDB's errors become safeshare errors naming the step."""
@@ -192,61 +175,30 @@ class DuckDBEngine:
 
     # -- counting -------------------------------------------------------------------------
 
-    def counts(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
-        """The contingency table over ``columns`` (shape ``domain.shape(columns)``, int64)."""
-        return self.counts_many(table, [columns])[0]
+    def fetch_columns(self, statement: str, step: str) -> Mapping[str, np.ndarray]:
+        """The result of one statement as numpy columns (``step`` is for Spark's errors)."""
+        return dict(self.query(statement).fetchnumpy())
 
-    def counts_many(
-        self, table: CodedTable, column_sets: Sequence[Sequence[str]]
+    def _count_sets(
+        self,
+        table: DuckDBTable,
+        column_sets: Sequence[Sequence[str]],
+        shapes: Sequence[tuple[int, ...]],
     ) -> list[np.ndarray]:
-        """Several contingency tables from one scan (``GROUPING SETS``)."""
-        duck = self._own(table)
-        unique = list(dict.fromkeys(tuple(s) for s in column_sets))
-        if len(unique) < len(column_sets):  # GROUPING SETS would count a repeated set twice
-            found = dict(zip(unique, self.counts_many(duck, unique), strict=True))
-            return [found[tuple(s)].copy() for s in column_sets]
-        if not column_sets:
-            return []
-        names = sorted({n for s in column_sets for n in s}, key=duck.domain.position)
-        for s in column_sets:
-            cells = int(np.prod(duck.domain.shape(s), dtype=np.float64)) if s else 1
-            if cells > _MAX_DENSE_CELLS:
-                raise MemoryError(
-                    f"a contingency table over {list(s)} has {cells:,} cells; "
-                    "count group sizes instead or use fewer columns"
-                )
+        """Every table from one scan with ``GROUPING SETS``."""
+        names = sorted({n for s in column_sets for n in s}, key=table.domain.position)
         alias = {n: f"k{i}" for i, n in enumerate(names)}
-        select = [f"{duck.expression(n)} AS {alias[n]}" for n in names]
+        select = [f"{table.expression(n)} AS {alias[n]}" for n in names]
         sets = ", ".join("(" + ", ".join(alias[n] for n in s) + ")" for s in column_sets)
         ids = [f"GROUPING({', '.join(alias.values())}) AS gid"] if names else ["0 AS gid"]
-        inner = duck.select(select) if names else duck.select(["1 AS one"])
+        inner = table.select(select) if names else table.select(["1 AS one"])
         group = f"GROUP BY GROUPING SETS ({sets})" if names else ""
         outer = ", ".join([*alias.values(), *ids, "count(*) AS n"])
-        result = self.query(f"SELECT {outer} FROM ({inner}) {group}").fetchnumpy()
+        result = self.fetch_columns(f"SELECT {outer} FROM ({inner}) {group}", "counting")
         return [
-            _dense(result, [alias[n] for n in s], names, alias, duck.domain.shape(s))
-            for s in column_sets
+            _dense(result, [alias[n] for n in s], names, alias, shape)
+            for s, shape in zip(column_sets, shapes, strict=True)
         ]
-
-    def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
-        """The sizes of the non-empty groups of records sharing values on ``columns``."""
-        duck = self._own(table)
-        if not columns:
-            return np.array([len(duck)], dtype=np.int64) if len(duck) else np.zeros(0, np.int64)
-        keys = [duck.expression(n) for n in columns]
-        sql = (
-            f"SELECT count(*) AS n FROM ({duck.select([f'{k} AS k{i}' for i, k in enumerate(keys)])}) "
-            f"GROUP BY {', '.join(f'k{i}' for i in range(len(keys)))}"
-        )
-        return np.asarray(self.query(sql).fetchnumpy()["n"], dtype=np.int64)
-
-    def _own(self, table: CodedTable) -> DuckDBTable:
-        if not isinstance(table, DuckDBTable) or table.engine is not self:
-            raise InputError(
-                "the duckdb engine counts tables it opened itself; open the file with "
-                "DuckDBEngine.open (or store an in-memory Table with DuckDBEngine.store)"
-            )
-        return table
 
 
 def _dense(

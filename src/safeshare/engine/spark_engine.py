@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from safeshare.data.table import CodedTable, Table
+from safeshare.data.table import Table
 from safeshare.engine.spark_session import (
     SparkJobError,
     pyspark_module,
@@ -42,6 +41,7 @@ from safeshare.engine.spark_session import (
     spark_failure,
     start_session,
 )
+from safeshare.engine.sql_engine import SqlEngine
 from safeshare.engine.sql_table import SqlTable
 from safeshare.errors import InputError
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkEngine", "SparkJobError", "SparkTable", "require_java", "require_pyspark"]
 
-_MAX_DENSE_CELLS = 1 << 26
 T = TypeVar("T")
 
 
@@ -60,18 +59,8 @@ class SparkTable(SqlTable["SparkEngine"]):
     def lookup(self, mapping: str, code: str) -> str:
         return f"element_at(array({mapping}), ({code}) + 1)"
 
-    def fetch(self, order_by: str = "__row") -> Table:
-        names = list(self.columns)
-        exprs = [f"{self.expression(n)} AS c{i}" for i, n in enumerate(names)]
-        if not exprs:
-            return Table({}, self.domain)
-        result = self.engine.collect(
-            self.select(exprs, f"ORDER BY {order_by}"), "fetching coded rows"
-        )
-        return Table({n: _ints(result, f"c{i}") for i, n in enumerate(names)}, self.domain)
 
-
-class SparkEngine:
+class SparkEngine(SqlEngine[SparkTable]):
     """Counts with Spark SQL over codes cached where Spark runs; see the module docstring.
 
     ``master`` defaults to what ``spark-submit`` (or ``spark-defaults.conf``) says,
@@ -81,6 +70,7 @@ class SparkEngine:
     """
 
     name = "spark"
+    table_type = SparkTable
 
     def __init__(
         self,
@@ -134,17 +124,6 @@ class SparkEngine:
         """Whether Spark's context was stopped under this engine (by its owner, or a crash)."""
         return getattr(self.spark.sparkContext, "_jsc", None) is None  # pyspark clears it
 
-    def __enter__(self) -> SparkEngine:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
-
     # -- running Spark --------------------------------------------------------------------
 
     def run(
@@ -184,6 +163,11 @@ class SparkEngine:
         return self.run(
             step, lambda: self.spark.sql(statement).toArrow(), reading=reading, hint=hint
         )
+
+    def fetch_columns(self, statement: str, step: str) -> Mapping[str, np.ndarray]:
+        """The (small) result of one statement as int64 numpy columns."""
+        result = self.collect(statement, step)
+        return {name: _ints(result, name) for name in result.column_names}
 
     def fresh_name(self, stem: str) -> str:
         """A new temporary view name in this engine's session."""
@@ -236,45 +220,33 @@ class SparkEngine:
 
     # -- counting -------------------------------------------------------------------------
 
-    def counts(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
-        """The contingency table over ``columns`` (shape ``domain.shape(columns)``, int64)."""
-        return self.counts_many(table, [columns])[0]
-
-    def counts_many(
-        self, table: CodedTable, column_sets: Sequence[Sequence[str]]
+    def _count_sets(
+        self,
+        table: SparkTable,
+        column_sets: Sequence[Sequence[str]],
+        shapes: Sequence[tuple[int, ...]],
     ) -> list[np.ndarray]:
-        """Several contingency tables from one job.
+        """Every table from one job.
 
         Each row is expanded (``stack``) into one ``(set, cell)`` pair per column set,
         the cell being the row-major index of the row's codes in that set's table;
         one ``GROUP BY set, cell`` then counts every table at once.  (GROUPING SETS
         would do the same, but its grouping id caps a job at 64 columns.)
         """
-        spark = self._own(table)
-        if not column_sets:
-            return []
-        shapes = [spark.domain.shape(s) for s in column_sets]
-        for s, shape in zip(column_sets, shapes, strict=True):
-            cells = int(np.prod(shape, dtype=np.float64)) if shape else 1
-            if cells > _MAX_DENSE_CELLS:
-                raise MemoryError(
-                    f"a contingency table over {list(s)} has {cells:,} cells; "
-                    "count group sizes instead or use fewer columns"
-                )
-        names = sorted({n for s in column_sets for n in s}, key=spark.domain.position)
+        names = sorted({n for s in column_sets for n in s}, key=table.domain.position)
         alias = {n: f"k{i}" for i, n in enumerate(names)}
-        select = [f"CAST({spark.expression(n)} AS BIGINT) AS {alias[n]}" for n in names]
-        inner = spark.select(select or ["1 AS one"])
+        select = [f"CAST({table.expression(n)} AS BIGINT) AS {alias[n]}" for n in names]
+        inner = table.select(select or ["1 AS one"])
         pairs = ", ".join(
             f"{i}, {_cell([alias[n] for n in s], shape)}"
             for i, (s, shape) in enumerate(zip(column_sets, shapes, strict=True))
         )
         expanded = f"SELECT stack({len(column_sets)}, {pairs}) AS (sid, cell) FROM ({inner})"
-        result = self.collect(
+        result = self.fetch_columns(
             f"SELECT sid, cell, count(*) AS n FROM ({expanded}) GROUP BY sid, cell",
             "counting marginals",
         )
-        sid, cell, n = _ints(result, "sid"), _ints(result, "cell"), _ints(result, "n")
+        sid, cell, n = result["sid"], result["cell"], result["n"]
         out = []
         for i, shape in enumerate(shapes):
             rows = sid == i
@@ -282,24 +254,6 @@ class SparkEngine:
             dense[cell[rows]] = n[rows]  # one row per (set, cell): GROUP BY made them distinct
             out.append(dense.reshape(shape))
         return out
-
-    def group_sizes(self, table: CodedTable, columns: Sequence[str]) -> np.ndarray:
-        """The sizes of the non-empty groups of records sharing values on ``columns``."""
-        spark = self._own(table)
-        if not columns:
-            return np.array([len(spark)], dtype=np.int64) if len(spark) else np.zeros(0, np.int64)
-        keys = [f"{spark.expression(n)} AS k{i}" for i, n in enumerate(columns)]
-        group = ", ".join(f"k{i}" for i in range(len(columns)))
-        statement = f"SELECT count(*) AS n FROM ({spark.select(keys)}) GROUP BY {group}"
-        return _ints(self.collect(statement, "counting group sizes"), "n")
-
-    def _own(self, table: CodedTable) -> SparkTable:
-        if not isinstance(table, SparkTable) or table.engine is not self:
-            raise InputError(
-                "the spark engine counts tables it opened itself; open the file with "
-                "SparkEngine.open (or store an in-memory Table with SparkEngine.store)"
-            )
-        return table
 
 
 def _cell(keys: Sequence[str], shape: tuple[int, ...]) -> str:

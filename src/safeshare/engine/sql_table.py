@@ -2,21 +2,28 @@
 
 A :class:`SqlTable` is a view - a relation, a row condition and one SQL expression per
 column - so :meth:`~SqlTable.recode` (compression) and :meth:`~SqlTable.where` (a part
-or a sample) copy no data.  Each engine says how a list lookup is spelled and how rows
-come back (:meth:`~SqlTable.fetch`).
+or a sample) copy no data.  Each engine says how a list lookup is spelled; rows come back
+through the engine's ``fetch_columns``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Generic, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 import numpy as np
 
 from safeshare.data.domain import Domain
 from safeshare.data.table import Table
 
-E = TypeVar("E")
+
+class FetchesColumns(Protocol):
+    """An engine that returns one statement's small result as numpy columns."""
+
+    def fetch_columns(self, statement: str, step: str) -> Mapping[str, np.ndarray]: ...
+
+
+E = TypeVar("E", bound=FetchesColumns)
 
 
 class SqlTable(Generic[E]):
@@ -88,4 +95,10 @@ class SqlTable(Generic[E]):
 
     def fetch(self, order_by: str = "__row") -> Table:
         """All rows into memory as a Table, in ``order_by`` order (file order by default)."""
-        raise NotImplementedError
+        names = list(self.columns)
+        if not names:
+            return Table({}, self._domain)
+        expressions = [f"{self.expression(n)} AS c{i}" for i, n in enumerate(names)]
+        statement = self.select(expressions, f"ORDER BY {order_by}")
+        result = self.engine.fetch_columns(statement, "fetching coded rows")
+        return Table({n: np.asarray(result[f"c{i}"]) for i, n in enumerate(names)}, self._domain)

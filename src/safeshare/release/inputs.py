@@ -35,6 +35,7 @@ from safeshare.data.readers import (
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import CodedTable, Table
+from safeshare.engine.base import ClosesOnExit
 from safeshare.engine.duckdb_engine import DuckDBEngine, default_memory_limit
 from safeshare.engine.duckdb_source import PARQUET_SUFFIXES
 from safeshare.errors import InputError
@@ -189,7 +190,7 @@ def open_input(
     )
 
 
-class FrameInput:
+class FrameInput(ClosesOnExit):
     """A table read into pandas; the numpy engine counts it."""
 
     engine_name = "numpy"
@@ -273,17 +274,6 @@ class FrameInput:
     def close(self) -> None:
         return None
 
-    def __enter__(self) -> FrameInput:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def _ranked(self) -> np.ndarray:
         if self._by_rank is None:
             raise InputError("split the input before choosing rows by rank")
@@ -309,7 +299,7 @@ class FrameInput:
         return Table.from_frame(self._rows(positions), domain)[0]
 
 
-class EngineInput:
+class EngineInput(ClosesOnExit):
     """A file DuckDB or Spark reads where it lies; only counts and bounded samples reach Python."""
 
     def __init__(
@@ -424,17 +414,6 @@ class EngineInput:
 
     def close(self) -> None:
         self.engine.close()
-
-    def __enter__(self) -> EngineInput:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _rank(self) -> str:
         return self._order_or_fail().sql("__row")

@@ -29,7 +29,6 @@ import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
-from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.data.domain import Domain, Kind
 from safeshare.data.plan import (
     ColumnDecision,
@@ -52,7 +51,6 @@ from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.evaluate.neutral import value_utility
 from safeshare.output_folder import check_output
-from safeshare.release.anonymize import AnonymizedRelease, release_anonymized
 from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
 from safeshare.release.job import Bill, paid
 from safeshare.release.output import (
@@ -68,7 +66,7 @@ from safeshare.synth.mst import MST
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.synthesizer import TabularPE
 
-METHODS = ("mst", "aim", "pe", "anonymize")
+METHODS = ("mst", "aim", "pe")  # DP synthesis; anonymization is release.anonymize
 DOMAIN_SHARE = 0.2  # share of rho that finds the domains the schema leaves open (Adult: 0.1 -> 0.2
 # took MST's neutral 3-way TVD from 0.143 to 0.121; 0.3 gave 0.124)
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
@@ -103,22 +101,19 @@ def release(
     total_budget: PrivacyBudget | None = None,
     force: bool = False,
     dataset_name: str | None = None,
-    config: AnonymizeConfig | Mapping[str, Any] | str | Path | None = None,
     progress: Progress | None = None,
     engine: str = "auto",
     memory_limit: str | None = None,
     spark_master: str | None = None,
     output_format: str = "csv",
     pe_options: Mapping[str, Any] | None = None,
-) -> ReleaseResult | AnonymizedRelease:
+) -> ReleaseResult:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
     ``total_budget`` is the dataset's total in the ledger when it is seen for the
     first time (default: this release's own budget).  ``seed`` makes the run
-    reproducible and *not* private against whoever knows the seed.  ``method="anonymize"``
-    runs :func:`safeshare.release.anonymize.release_anonymized` with ``config`` instead
-    (no DP: the budget, schema and ledger arguments do not apply; the engine ones do).
-    ``engine`` picks who
+    reproducible and *not* private against whoever knows the seed (anonymization, which is
+    not DP, is :func:`safeshare.release.anonymize.release_anonymized`).  ``engine`` picks who
     counts: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at most
     ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, or what ``spark-submit``
     gives), ``auto`` by the input's size; the release is the same.  ``output_format`` writes
@@ -128,21 +123,13 @@ def release(
     ``samples_per_iteration``, ``variation_degrees``).
     """
     if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    if method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
-        if config is None:
-            raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
-        return release_anonymized(
-            source,
-            config=config,
-            out=out,
-            force=force,
-            dataset_name=dataset_name,
-            progress=progress,
-            engine=engine,
-            memory_limit=memory_limit,
-            spark_master=spark_master,
+        hint = (
+            ": anonymization is not DP synthesis, call "
+            "safeshare.release.anonymize.release_anonymized(source, config=..., out=...)"
+            if method == "anonymize"
+            else ""
         )
+        raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}{hint}")
     report = progress or no_progress
     budget = PrivacyBudget(epsilon, delta)
     out = check_output(out, force=force, inputs=(source, schema, workload, ledger))

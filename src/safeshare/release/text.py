@@ -27,7 +27,6 @@ the spend): a run stopped by an unreachable model server resumes there without p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ from safeshare.evaluate.text import text_metrics
 from safeshare.output_folder import check_output
 from safeshare.release.job import Bill, charge
 from safeshare.release.output import write_release
-from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, read_input
+from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ReleaseResult, read_input
 from safeshare.release.resume import save_results
 from safeshare.report.text import build_text_card, render_text_report
 from safeshare.synth.pe.backends import TextBackend
@@ -63,16 +62,6 @@ LABEL_SHARE = 0.1  # share of rho that finds the labels, when no schema lists th
 
 DEFAULT_ITERATIONS = 5
 DEFAULT_SAMPLES = {"word": 400, "openai-compatible": 100, "local": 100}
-
-
-@dataclass(frozen=True)
-class TextReleaseResult:
-    """What a text release wrote, and the card it wrote."""
-
-    out: Path
-    card: dict[str, Any]
-    synthetic: pd.DataFrame
-    warnings: list[str] = field(default_factory=list)
 
 
 def parse_label_names(text: str | None) -> dict[str, str]:
@@ -141,7 +130,7 @@ def release_text(
     resume_command: str | None = None,
     embedder: Any = None,
     progress: Progress | None = None,
-) -> TextReleaseResult:
+) -> ReleaseResult:
     """Release synthetic text (see the module docstring).  ``embedder`` defaults to MiniLM."""
     report = progress or no_progress
     backend = backend or TextBackend()
@@ -292,7 +281,7 @@ def release_text(
         warnings.append(
             f"{backend.failures()} empty or malformed model replies were replaced (see the card)"
         )
-    return TextReleaseResult(out, card, synthetic, warnings)
+    return ReleaseResult(out, card, synthetic, warnings)
 
 
 def _check_useful(
