@@ -99,6 +99,7 @@ class SampledRelease:
     first: Table
     first_frame: pd.DataFrame
     content: pd.DataFrame | Path
+    rows: int  # records released in all
 
     def discard(self) -> None:
         """Remove a streamed file that was not moved into a release (a failed run)."""
@@ -129,7 +130,7 @@ def sample_release(
     if rows <= CHUNK_ROWS and output_format == "csv":
         table = synthesizer.sample(rows)
         frame = table.decode(rng)
-        return SampledRelease(table, frame, frame)
+        return SampledRelease(table, frame, frame, rows)
     workdir.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=".synthetic-", suffix=f".{output_format}", dir=workdir)
     os.close(handle)
@@ -145,7 +146,7 @@ def sample_release(
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    return SampledRelease(first, first_frame, path)
+    return SampledRelease(first, first_frame, path, rows)
 
 
 class _ChunkWriter:

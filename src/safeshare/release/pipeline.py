@@ -51,10 +51,11 @@ from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.evaluate.neutral import value_utility
 from safeshare.output_folder import check_output
-from safeshare.release.inputs import EVALUATION_ROWS, ReleaseInput, open_input
-from safeshare.release.job import Bill, paid
+from safeshare.release.inputs import EVALUATION_ROWS, Parts, ReleaseInput, open_input
+from safeshare.release.job import Bill, Payment, paid
 from safeshare.release.output import (
     OUTPUT_FORMATS,
+    SampledRelease,
     sample_release,
     write_release,
 )
@@ -150,8 +151,7 @@ def release(
         memory_limit=memory_limit,
         spark_master=spark_master,
     ) as data:
-        return _release_input(
-            data,
+        settings = ReleaseSettings(
             out=out,
             method=method,
             budget=budget,
@@ -163,7 +163,6 @@ def release(
             ledger=ledger,
             total_budget=total_budget,
             force=force,
-            report=report,
             output_format=output_format,
             synthesizer_options={
                 "workload": workload,
@@ -172,36 +171,104 @@ def release(
                 "pe_options": dict(pe_options or {}),
             },
         )
+        return _release_input(data, settings, report)
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """What a synthesis release is asked beside its input, checked once by :func:`release`."""
+
+    out: Path
+    method: str
+    budget: PrivacyBudget
+    schema: Schema | None
+    holdout_fraction: float
+    rows: int | None
+    seed: int | None
+    unsafe_infer: bool
+    ledger: Ledger | str | Path | None
+    total_budget: PrivacyBudget | None
+    force: bool
+    output_format: str
+    synthesizer_options: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a release fixes before its spend: its streams, split, columns and mechanisms."""
+
+    rand: Randomness
+    rng: np.random.Generator
+    discovery_noise: Randomness
+    n_train: int
+    n_holdout: int
+    decisions: list[ColumnDecision]
+    discovery: DiscoveryPlan
+    synthesizer: MST | AIM | TabularPE
+    discovery_rows: pd.DataFrame
+    spellings: Spellings | None
+    checkpoint: Path | None
 
 
 def _release_input(
-    data: ReleaseInput,
-    *,
-    out: Path,
-    method: str,
-    budget: PrivacyBudget,
-    schema: Schema | None,
-    holdout_fraction: float,
-    rows: int | None,
-    seed: int | None,
-    unsafe_infer: bool,
-    ledger: Ledger | str | Path | None,
-    total_budget: PrivacyBudget | None,
-    force: bool,
-    report: Progress,
-    output_format: str,
-    synthesizer_options: dict[str, Any],
+    data: ReleaseInput, settings: ReleaseSettings, report: Progress
 ) -> ReleaseResult:
-    """The release of one opened input (see :func:`release`)."""
-    rand = Randomness(seed)
+    """The release of one opened input (see :func:`release`): plan, one spend, then run."""
+    plan = _plan(data, settings, report)
+    label = f"release {settings.method}"
+    bill = Bill(data.fingerprint, data.name, settings.budget, label, settings.total_budget)
+    # an engine's failed job refunds the spend: nothing is released before the final write
+    with paid(settings.ledger, bill, plan.checkpoint) as payment:
+        report("discovering the domain", 0.1)
+        domain, notes = _checkpointed_domain(
+            plan.decisions,
+            plan.discovery,
+            plan.discovery_rows,
+            plan.spellings,
+            plan.discovery_noise,
+            payment.spend,
+            plan.checkpoint,
+        )
+        parts = data.encode(domain)
+        report("synthesizing", 0.2)
+        synthesizer = plan.synthesizer
+        synthesizer.fit(parts.train)
+        rows_out = synthesizer.default_rows() if settings.rows is None else settings.rows
+        out, output_format = settings.out, settings.output_format
+        sampled = sample_release(synthesizer, rows_out, plan.rng, out.parent, output_format)
+        try:  # a streamed file never outlives a failed run
+            report("evaluating", 0.8)
+            card, html = _evaluated(data, settings, plan, parts, sampled, domain, notes, payment)
+            report("writing", 0.9)
+            files = {
+                card["synthetic_file"]: sampled.content,
+                "card.json": card,
+                "report.html": html,
+            }
+            write_release(out, files, settings.force)
+        finally:
+            sampled.discard()
+    report("done", 1.0)
+    # folding and clipping are expected where DP chose the domain; against a schema they are news
+    declared = [d.name for d in plan.decisions if d.source is Source.SCHEMA]
+    warnings = parts.report.warnings(declared) + notes
+    warnings += synthesizer.describe().get("warnings", [])
+    return ReleaseResult(out, card, sampled.first_frame, warnings)
+
+
+def _plan(data: ReleaseInput, settings: ReleaseSettings, report: Progress) -> _Plan:
+    """Split, decide the columns and plan every mechanism; refuse what cannot work, all
+    before the spend (the rows discovery reads are fetched here too: a failed engine job
+    costs nothing)."""
+    budget, schema, method = settings.budget, settings.schema, settings.method
+    rand = Randomness(settings.seed)
     rng = rand.generator()
     discovery_noise, synthesis_noise = rand.spawn(2)  # a stream of its own for each mechanism
-    n_train, n_holdout = data.split(holdout_fraction, RowOrder.draw(rng))
+    n_train, n_holdout = data.split(settings.holdout_fraction, RowOrder.draw(rng))
     frame = data.decision_frame()
-    decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
+    decisions = decide_columns(frame, schema, unsafe=settings.unsafe_infer)
     check_values(frame, decisions)
     modelled = [d for d in decisions if d.modelled]
-
     constraints = list(schema.constraints) if schema is not None else []
     if constraints and method != "aim":
         raise InputError(
@@ -216,7 +283,7 @@ def _release_input(
         synthesis_noise,
         _subrange(report, 0.2, 0.8),
         constraints=constraints,
-        **synthesizer_options,
+        **settings.synthesizer_options,
     )
     planned = Accountant(
         [*discovery.events, *synthesizer.privacy_events([d.name for d in modelled])]
@@ -229,92 +296,72 @@ def _release_input(
         synthesizer.check_useful(n_train)
     else:
         _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
+    return _Plan(
+        rand,
+        rng,
+        discovery_noise,
+        n_train,
+        n_holdout,
+        decisions,
+        discovery,
+        synthesizer,
+        data.discovery_frame(),
+        _spellings(data, schema),
+        _checkpoint(synthesizer),
+    )
 
-    # the rows discovery reads are fetched before the spend: a failed engine job here costs nothing
-    discovery_rows = data.discovery_frame()
-    spellings = _spellings(data, schema)
-    checkpoint = _checkpoint(synthesizer)
-    bill = Bill(data.fingerprint, data.name, budget, f"release {method}", total_budget)
 
-    # an engine's failed job refunds the spend: nothing is released before the final write
-    with paid(ledger, bill, checkpoint) as payment:
-        report("discovering the domain", 0.1)
-        domain, notes = _checkpointed_domain(
-            decisions,
-            discovery,
-            discovery_rows,
-            spellings,
-            discovery_noise,
-            payment.spend,
-            checkpoint,
-        )
-        parts = data.encode(domain)
-        train, holdout = parts.train_sample, parts.holdout_sample
-
-        report("synthesizing", 0.2)
-        synthesizer.fit(parts.train)
-        rows_out = synthesizer.default_rows() if rows is None else rows
-        sampled = sample_release(synthesizer, rows_out, rng, out.parent, output_format)
-        try:  # a streamed file never outlives a failed run
-            synthetic = sampled.first
-            if len(synthetic) > EVALUATION_ROWS:
-                synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
-            accountant = Accountant([*discovery.events, *synthesizer.privacy_spent()])
-            epsilon_spent = accountant.check_within(budget)
-
-            report("evaluating", 0.8)
-            code_utility, risk = evaluate_release(synthetic, train, holdout, rng)
-            utility = value_utility(
-                sampled.first_frame.iloc[: len(synthetic)],
-                parts.train_values,
-                parts.holdout_values,
-                rng,
-            )
-            assessment = _attack(synthetic, train, holdout, rng)
-            card = card_module.build_card(
-                method=method,
-                budget=budget,
-                epsilon_spent=epsilon_spent,
-                accountant=accountant,
-                secure_noise=rand.secure,
-                decisions=decisions,
-                domain=domain,
-                name=data.name,
-                fingerprint=data.fingerprint,
-                rows_in=len(data),
-                rows_train=n_train,
-                rows_holdout=n_holdout,
-                rows_out=rows_out,
-                holdout_fraction=holdout_fraction,
-                utility=utility,
-                risk=risk,
-                ledger=payment.summary(),
-                notes=notes + parts.notes + synthesizer.describe().get("notes", []),
-                model=synthesizer.describe(),
-            )
-            report("writing", 0.9)
-            card["metrics"]["utility_codes"] = code_utility.to_dict()
-            if assessment is not None:
-                card["metrics"]["evaluation"] = assessment.to_dict()
-            card["engine"] = data.describe()
-            card["synthetic_file"] = f"synthetic.{output_format}"
-            card = card_module.as_json(card)
-            html = render_report(
-                card, train=train, synthetic=synthetic, risk=risk, assessment=assessment
-            )
-            write_release(
-                out,
-                {card["synthetic_file"]: sampled.content, "card.json": card, "report.html": html},
-                force,
-            )
-        finally:
-            sampled.discard()
-    report("done", 1.0)
-    # folding and clipping are expected where DP chose the domain; against a schema they are news
-    declared = [d.name for d in decisions if d.source is Source.SCHEMA]
-    warnings = parts.report.warnings(declared) + notes
-    warnings += synthesizer.describe().get("warnings", [])
-    return ReleaseResult(out, card, sampled.first_frame, warnings)
+def _evaluated(
+    data: ReleaseInput,
+    settings: ReleaseSettings,
+    plan: _Plan,
+    parts: Parts,
+    sampled: SampledRelease,
+    domain: Domain,
+    notes: list[str],
+    payment: Payment,
+) -> tuple[dict[str, Any], str]:
+    """The card (what was spent, utility, risk, attacks) and the report of a sampled release."""
+    synthesizer, rng = plan.synthesizer, plan.rng
+    train, holdout = parts.train_sample, parts.holdout_sample
+    synthetic = sampled.first
+    if len(synthetic) > EVALUATION_ROWS:
+        synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
+    accountant = Accountant([*plan.discovery.events, *synthesizer.privacy_spent()])
+    epsilon_spent = accountant.check_within(settings.budget)
+    code_utility, risk = evaluate_release(synthetic, train, holdout, rng)
+    written = sampled.first_frame.iloc[: len(synthetic)]
+    utility = value_utility(written, parts.train_values, parts.holdout_values, rng)
+    assessment = _attack(synthetic, train, holdout, rng)
+    card = card_module.build_card(
+        method=settings.method,
+        budget=settings.budget,
+        epsilon_spent=epsilon_spent,
+        accountant=accountant,
+        secure_noise=plan.rand.secure,
+        decisions=plan.decisions,
+        domain=domain,
+        name=data.name,
+        fingerprint=data.fingerprint,
+        rows_in=len(data),
+        rows_train=plan.n_train,
+        rows_holdout=plan.n_holdout,
+        rows_out=sampled.rows,
+        holdout_fraction=settings.holdout_fraction,
+        utility=utility,
+        risk=risk,
+        ledger=payment.summary(),
+        notes=notes + parts.notes + synthesizer.describe().get("notes", []),
+        model=synthesizer.describe(),
+    )
+    card["metrics"]["utility_codes"] = code_utility.to_dict()
+    if assessment is not None:
+        card["metrics"]["evaluation"] = assessment.to_dict()
+    card["engine"] = data.describe()
+    card["synthetic_file"] = f"synthetic.{settings.output_format}"
+    card = card_module.as_json(card)
+    html = render_report(card, train=train, synthetic=synthetic, risk=risk, assessment=assessment)
+    return card, html
 
 
 DOMAIN_KEY = "domain"  # the receipt's entries a resumed tabular PE release reuses
