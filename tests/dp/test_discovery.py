@@ -100,3 +100,22 @@ def test_a_thin_tail_keeps_its_range_and_decoding_follows_the_noisy_histogram():
     decoded = table.decode(np.random.default_rng(7))["gain"].to_numpy(dtype=float)
     assert abs((decoded > 0).mean() - (gains > 0).mean()) < 0.02
     assert abs((decoded == 0).mean() - (gains == 0).mean()) < 0.02
+
+
+def test_a_range_no_single_cell_shows_starts_at_the_blocks_that_do() -> None:
+    from safeshare.dp.discovery import occupied_range, occupied_threshold
+
+    # 40 records at each age 17..90 on a 1,100-cell grid, noise sigma 30: no cell clears its
+    # threshold (~156), but the 32-cell blocks [32, 64) and [64, 96) clear theirs (~907),
+    # so the range spans them whole instead of one noisy cell; the 64-cell block [0, 64)
+    # overlapping it clears too and takes it down to where that block holds 90% of its mass
+    counts = np.zeros(1_100)
+    counts[17:91] = 40.0
+    sigma = 30.0
+    assert counts.max() < occupied_threshold(len(counts), sigma)
+    assert occupied_range(counts, sigma) == (21, 95)
+    # pure noise still shows nothing (the blocks share the false-occupancy chance)
+    empty = [
+        occupied_range(np.random.default_rng(s).normal(0, sigma, 1_100), sigma) for s in range(50)
+    ]
+    assert sum(found is not None for found in empty) <= 2

@@ -276,32 +276,53 @@ def occupied_threshold(cells: int, sigma: float) -> float:
 def occupied_range(noisy: np.ndarray, sigma: float) -> tuple[int, int] | None:
     """The first and last cell of the range the noisy histogram shows, or None.
 
-    The range starts at the outermost cells above :func:`occupied_threshold`.  It then
-    takes in every aligned block of 2, 4, 8, ... cells outside it whose noisy sum clears
+    The range starts at the outermost cells above :func:`occupied_threshold` (where none
+    is, it spans the smallest aligned blocks that clear as below, whole).  It then
+    takes in every aligned block of 2, 4, 8, ... cells reaching outside it whose noisy sum clears
     the threshold scaled by the square root of the block's length - a tail spread thin over
     many cells (capital gains, long hours) shows in a block before it shows in any cell -
     up to the cell where that block reaches :data:`GROWN_SHARE` of its noisy mass.  The
     blocks of all sizes share the false-occupancy chance.
     """
     occupied = np.flatnonzero(noisy >= occupied_threshold(len(noisy), sigma))
-    if occupied.size == 0:
-        return None
-    first, last = int(occupied[0]), int(occupied[-1])
     size = 2
+    if occupied.size:
+        first, last = int(occupied[0]), int(occupied[-1])
+    else:  # no cell clears: the range starts at the smallest blocks that do, if any
+        while size <= len(noisy) and not _clearing_blocks(noisy, size, sigma).size:
+            size *= 2
+        if size > len(noisy):
+            return None
+        clear = _clearing_blocks(noisy, size, sigma)  # whole blocks: where in them is noise
+        first, last = int(clear[0]) * size, int(clear[-1]) * size + size - 1
     while size <= len(noisy):
-        blocks = len(noisy) // size
-        sums = noisy[: blocks * size].reshape(blocks, size).sum(axis=1, dtype=float)
-        clear = sums >= occupied_threshold(2 * len(noisy), sigma) * math.sqrt(size)
-        for block in np.flatnonzero(clear):
+        for block in _clearing_blocks(noisy, size, sigma):
             start, stop = int(block) * size, int(block) * size + size
-            mass = np.cumsum(noisy[start:stop].astype(float))
-            if start > last:  # beyond the top: reach to most of the block's mass
-                last = start + int(np.argmax(mass >= GROWN_SHARE * mass[-1]))
-            elif stop <= first:  # below the bottom, the same from the other side
-                from_top = np.cumsum(noisy[start:stop][::-1].astype(float))
-                first = stop - 1 - int(np.argmax(from_top >= GROWN_SHARE * from_top[-1]))
+            if stop - 1 > last:  # reaching beyond the top: to most of the block's mass
+                last = max(last, _top_of(noisy, start, stop))
+            if start < first:  # below the bottom, the same from the other side
+                first = min(first, _bottom_of(noisy, start, stop))
         size *= 2
     return first, last
+
+
+def _clearing_blocks(noisy: np.ndarray, size: int, sigma: float) -> np.ndarray:
+    """The aligned blocks of ``size`` cells whose noisy sum clears the scaled threshold."""
+    blocks = len(noisy) // size
+    sums = noisy[: blocks * size].reshape(blocks, size).sum(axis=1, dtype=float)
+    return np.flatnonzero(sums >= occupied_threshold(2 * len(noisy), sigma) * math.sqrt(size))
+
+
+def _top_of(noisy: np.ndarray, start: int, stop: int) -> int:
+    """The cell where the block ``[start, stop)`` reaches :data:`GROWN_SHARE` of its mass."""
+    mass = np.cumsum(noisy[start:stop].astype(float))
+    return start + int(np.argmax(mass >= GROWN_SHARE * mass[-1]))
+
+
+def _bottom_of(noisy: np.ndarray, start: int, stop: int) -> int:
+    """The same from the block's top down."""
+    from_top = np.cumsum(noisy[start:stop][::-1].astype(float))
+    return stop - 1 - int(np.argmax(from_top >= GROWN_SHARE * from_top[-1]))
 
 
 def _bins(
