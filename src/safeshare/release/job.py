@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
-from safeshare.dp.ledger import Ledger, LedgerStatus
+from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import check_seed
 from safeshare.output_folder import check_output
 from safeshare.release.resume import Spend, refund_on_failure, spend_once
@@ -53,19 +53,15 @@ class Payment:
 
     def summary(self) -> dict[str, Any]:
         """The ledger's state after the spend, for the card."""
-        return ledger_summary(self.ledger, self.spend.status)
-
-
-def ledger_summary(ledger: Ledger, status: LedgerStatus) -> dict[str, Any]:
-    """The ledger's state after a spend, for the card."""
-    return {
-        "path": str(ledger.path),
-        "total_epsilon": status.total.epsilon,
-        "total_delta": status.total.delta,
-        "spent_epsilon": status.spent_epsilon,
-        "spent_delta": status.spent_delta,
-        "releases": status.releases,
-    }
+        status = self.spend.status
+        return {
+            "path": str(self.ledger.path),
+            "total_epsilon": status.total.epsilon,
+            "total_delta": status.total.delta,
+            "spent_epsilon": status.spent_epsilon,
+            "spent_delta": status.spent_delta,
+            "releases": status.releases,
+        }
 
 
 def charge(

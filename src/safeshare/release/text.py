@@ -207,7 +207,7 @@ def release_text(
 
     planned = model_for(list(names) or ["?"])
     events: list[PrivacyEvent] = [*discovery.events, *planned.privacy_events()]
-    Accountant(events, "gdp").check_within(budget)  # the plan, exactly, before the spend
+    exact_epsilon = Accountant(events, "gdp").check_within(budget)  # the plan, before the spend
     _check_useful(planned, len(train), max(1, len(names)), samples)
 
     # no refund on failure: the model's server has seen samples the DP votes chose
@@ -249,7 +249,6 @@ def release_text(
         if evaluate
         else {}
     )
-    exact_epsilon = Accountant(events, "gdp").check_within(budget)
     card = build_text_card(
         budget=budget,
         events=events,
