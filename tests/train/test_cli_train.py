@@ -173,7 +173,7 @@ def test_training_spends_the_ledger_and_a_spent_budget_is_refused(fair_small, tm
 
 
 def test_the_prv_accountant_trains_and_the_card_names_it(fair_small, tmp_path):
-    from safeshare.cli.audit import _accountant
+    from safeshare.release.audit import accountant_of
 
     data, schema = fair_small
     out = tmp_path / "model"
@@ -184,13 +184,13 @@ def test_the_prv_accountant_trains_and_the_card_names_it(fair_small, tmp_path):
     assert privacy["accountant"].startswith("prv (Opacus)")
     assert 0.9 < privacy["epsilon"] <= 1.0
     # `safeshare audit` replays the run with the card's accountant
-    assert _accountant(privacy["accountant"]) == "prv"
-    assert _accountant("rdp (dp-accounting), Poisson-subsampled Gaussian") == "rdp"
-    assert _accountant("something else") == "pld"
+    assert accountant_of(privacy["accountant"]) == "prv"
+    assert accountant_of("rdp (dp-accounting), Poisson-subsampled Gaussian") == "rdp"
+    assert accountant_of("something else") == "pld"
 
 
 def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
-    from safeshare.cli.audit import _settings
+    from safeshare.release.audit import model_settings
 
     data, schema = fair_small
     frame = pd.read_csv(data)
@@ -211,7 +211,7 @@ def test_user_column_makes_the_user_the_privacy_unit(fair_small, tmp_path):
     assert "for every user" in card["guarantee"] and "the number of users" in card["public"]
     assert any("number of users" in line for line in card["not_dp"])
     assert "household" not in card["model"]["feature_columns"] and "Zanzibar" not in text
-    assert _settings(out)["user_column"] == "household"
+    assert model_settings(out)["user_column"] == "household"
     # the audit replays user-level training with canary users (copies of one canary record)
     from safeshare.cli.audit import audit_command
 

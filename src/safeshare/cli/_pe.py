@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table as RichTable
 
 from safeshare.cli._output import progress_bar, stdout, styled, warn
-from safeshare.dp.budget import PrivacyBudget
 from safeshare.synth.pe.backends import TextBackend
+
+if TYPE_CHECKING:
+    from safeshare.cli.release import ReleaseArguments
 
 
 def resume_command(data: str, options: dict[str, object]) -> str:
@@ -26,88 +29,79 @@ def resume_command(data: str, options: dict[str, object]) -> str:
     return shlex.join(words)
 
 
-def release_text_command(
-    data: str,
-    *,
-    out: Path,
-    text_column: str,
-    label_column: str | None,
-    label_names: str | None,
-    backend: TextBackend,
-    epsilon: float,
-    delta: float,
-    iterations: int | None,
-    samples: int | None,
-    lookahead: int | None,
-    neighbour_search: str | None,
-    holdout_fraction: float,
-    rows: int | None,
-    seed: int | None,
-    ledger: Path | None,
-    total: PrivacyBudget | None,
-    force: bool,
-    checkpoint: Path | None,
-    quiet: bool,
-) -> None:
+def release_text_command(given: ReleaseArguments) -> None:
     """Run :func:`safeshare.release.text.release_text` and print what it wrote."""
     from safeshare.release.text import DEFAULT_ITERATIONS, parse_label_names, release_text
 
-    again = resume_command(
-        data,
-        {
-            "--text-column": text_column,
-            "--label-column": label_column,
-            "--label-names": label_names,
-            "--api": backend.kind,
-            "--base-url": backend.base_url,
-            "--model": backend.model,
-            "--api-key-env": backend.api_key_env if backend.kind == "openai-compatible" else None,
-            "--max-new-tokens": backend.max_new_tokens if backend.kind != "word" else None,
-            "--vocabulary": backend.vocabulary,
-            "--epsilon": epsilon,
-            "--delta": delta,
-            "--iterations": iterations,
-            "--samples": samples,
-            "--lookahead": lookahead,
-            "--neighbour-search": neighbour_search,
-            "--holdout-fraction": holdout_fraction,
-            "--rows": rows,
-            "--seed": seed,
-            "--ledger": ledger,
-            "--checkpoint": checkpoint,
-            "--out": out,
-            "--force": force,
-        },
+    backend = TextBackend(
+        given.api,
+        base_url=given.base_url,
+        model=given.model,
+        api_key_env=given.api_key_env,
+        max_new_tokens=given.max_new_tokens,
+        vocabulary=given.vocabulary,
     )
-    with progress_bar(quiet) as progress:
+    with progress_bar(given.quiet) as progress:
         result = release_text(
-            data,
-            out=out,
-            text_column=text_column,
-            label_column=label_column,
-            label_names=parse_label_names(label_names),
+            given.data,
+            out=given.out,
+            text_column=str(given.text_column),
+            label_column=given.label_column,
+            label_names=parse_label_names(given.label_names),
             backend=backend,
-            epsilon=epsilon,
-            delta=delta,
-            iterations=iterations or DEFAULT_ITERATIONS,
-            samples=samples,
-            lookahead=lookahead or 0,
-            neighbour_search=neighbour_search or "auto",
-            holdout_fraction=holdout_fraction,
-            rows=rows,
-            seed=seed,
-            ledger=ledger,
-            total_budget=total,
-            force=force,
-            checkpoint=checkpoint,
-            resume_command=again,
+            epsilon=given.epsilon,
+            delta=given.delta,
+            iterations=given.iterations or DEFAULT_ITERATIONS,
+            samples=given.samples,
+            lookahead=given.lookahead or 0,
+            neighbour_search=given.neighbour_search or "auto",
+            holdout_fraction=given.holdout_fraction,
+            rows=given.rows,
+            seed=given.seed,
+            ledger=given.ledger,
+            total_budget=given.total_budget(),
+            force=given.force,
+            checkpoint=given.checkpoint,
+            resume_command=resume_command(given.data, _resume_options(given)),
             progress=progress,
         )
-    if quiet:  # no summary; warnings still print (on stderr)
+    if given.quiet:  # no summary; warnings still print (on stderr)
         for line in result.warnings:
             warn(line)
         return
-    card = result.card
+    _summary(result.card, given.out, result.warnings)
+
+
+def _resume_options(given: ReleaseArguments) -> dict[str, object]:
+    """The flags that run this text release again, by their command-line names."""
+    return {
+        "--text-column": given.text_column,
+        "--label-column": given.label_column,
+        "--label-names": given.label_names,
+        "--api": given.api,
+        "--base-url": given.base_url,
+        "--model": given.model,
+        "--api-key-env": given.api_key_env if given.api == "openai-compatible" else None,
+        "--max-new-tokens": given.max_new_tokens if given.api != "word" else None,
+        "--vocabulary": given.vocabulary,
+        "--epsilon": given.epsilon,
+        "--delta": given.delta,
+        "--iterations": given.iterations,
+        "--samples": given.samples,
+        "--lookahead": given.lookahead,
+        "--neighbour-search": given.neighbour_search,
+        "--holdout-fraction": given.holdout_fraction,
+        "--rows": given.rows,
+        "--seed": given.seed,
+        "--ledger": given.ledger,
+        "--checkpoint": given.checkpoint,
+        "--out": given.out,
+        "--force": given.force,
+    }
+
+
+def _summary(card: dict[str, Any], out: Path, warnings: list[str]) -> None:
+    """What a text release wrote and what protects it, in a few lines."""
     table = RichTable(show_header=False, box=None, pad_edge=False)
     table.add_row("written", f"{out}/synthetic.csv, card.json, report.html")
     table.add_row("guarantee", card["guarantee"])
@@ -138,5 +132,5 @@ def release_text_command(
         f"on this dataset ({ledger_card['releases']} release(s))",
     )
     stdout.print(table)
-    for line in result.warnings:
+    for line in warnings:
         warn(line)

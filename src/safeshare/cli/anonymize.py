@@ -2,43 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.text import Text
 
+from safeshare.cli._arguments import argument, command, force_option, option, quiet_option
 from safeshare.cli._output import progress_bar, stdout, styled, warn
 
 
-def anonymize_command(
-    data: Path = typer.Argument(..., help="The sensitive table: a CSV/TSV or Parquet file."),
-    config: Path = typer.Option(
-        ...,
+@dataclass(frozen=True, kw_only=True)
+class AnonymizeArguments:
+    """The options of ``safeshare anonymize``."""
+
+    data: Path = argument("The sensitive table: a CSV/TSV or Parquet file.")
+    config: Path = option(
         "--config",
         "-c",
         help="YAML config: quasi-identifiers with hierarchies, sensitive columns, privacy models.",
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Directory to write anonymized.csv, card.json, report.html."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
-    ),
-) -> None:
+    )
+    out: Path = option(
+        "--out", "-o", help="Directory to write anonymized.csv, card.json, report.html."
+    )
+    force: bool = force_option()
+    quiet: bool = quiet_option()
+
+
+def anonymize_table(given: AnonymizeArguments) -> None:
     """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""
     from safeshare.release.anonymize import release_anonymized
 
-    with progress_bar(quiet) as progress:
-        result = release_anonymized(data, config=config, out=out, force=force, progress=progress)
-    if not quiet:
-        anonymization_summary(result.card, str(out), result.warnings)
+    with progress_bar(given.quiet) as progress:
+        result = release_anonymized(
+            given.data, config=given.config, out=given.out, force=given.force, progress=progress
+        )
+    if not given.quiet:
+        anonymization_summary(result.card, str(given.out), result.warnings)
     else:  # no summary; warnings still print (on stderr)
         for line in result.warnings:
             warn(line)
+
+
+anonymize_command = command(AnonymizeArguments, anonymize_table)
 
 
 def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None:

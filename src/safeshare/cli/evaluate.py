@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-import typer
-
+from safeshare.cli._arguments import command, force_option, option, quiet_option
 from safeshare.cli._output import progress_bar, stdout, styled, warn
 
 
@@ -25,83 +25,88 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return out
 
 
-def evaluate_command(
-    train: Path = typer.Option(..., "--train", help="The real records the release was made from."),
-    holdout: Path = typer.Option(
-        ..., "--holdout", help="Real records of the same population the release never saw."
-    ),
-    release: Path = typer.Option(
-        ..., "--release", help="The released table (synthetic or anonymized), CSV or Parquet."
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Directory to write evaluation.json and report.html."
-    ),
-    aux: Path | None = typer.Option(
-        None, "--aux", help="Auxiliary table of known people (quasi-identifiers, names) to link."
-    ),
-    schema: Path | None = typer.Option(
-        None, "--schema", "-s", help="YAML schema: kinds, domains, quasi-identifier roles."
-    ),
-    attacks: int = typer.Option(500, "--attacks", help="Attacks per privacy attack."),
-    quasi_identifiers: str | None = typer.Option(
-        None,
+@dataclass(frozen=True, kw_only=True)
+class EvaluateArguments:
+    """The options of ``safeshare evaluate``."""
+
+    train: Path = option("--train", help="The real records the release was made from.")
+    holdout: Path = option(
+        "--holdout", help="Real records of the same population the release never saw."
+    )
+    release: Path = option(
+        "--release", help="The released table (synthetic or anonymized), CSV or Parquet."
+    )
+    out: Path = option("--out", "-o", help="Directory to write evaluation.json and report.html.")
+    aux: Path | None = option(
+        "--aux",
+        help="Auxiliary table of known people (quasi-identifiers, names) to link.",
+        default=None,
+    )
+    schema: Path | None = option(
+        "--schema", "-s", help="YAML schema: kinds, domains, quasi-identifier roles.", default=None
+    )
+    attacks: int = option("--attacks", help="Attacks per privacy attack.", default=500)
+    quasi_identifiers: str | None = option(
         "--quasi-identifiers",
         help="Comma-separated quasi-identifiers (default: schema roles).",
-    ),
-    secrets: str | None = typer.Option(
-        None, "--secret", help="Comma-separated columns to infer (default: sensitive columns)."
-    ),
-    population_size: int | None = typer.Option(
-        None, "--population-size", help="Size of the population the records come from."
-    ),
-    guarantee: str | None = typer.Option(
-        None, "--guarantee", help="The release's formal guarantee, if known (shown in the report)."
-    ),
-    hierarchy: list[str] = typer.Option(
-        [],
+        default=None,
+    )
+    secrets: str | None = option(
+        "--secret",
+        help="Comma-separated columns to infer (default: sensitive columns).",
+        default=None,
+    )
+    population_size: int | None = option(
+        "--population-size", help="Size of the population the records come from.", default=None
+    )
+    guarantee: str | None = option(
+        "--guarantee",
+        help="The release's formal guarantee, if known (shown in the report).",
+        default=None,
+    )
+    hierarchy: list[str] = option(
         "--hierarchy",
         help="COLUMN=FILE: an ARX-style hierarchy, so released nodes match the values under them.",
-    ),
-    no_ml: bool = typer.Option(False, "--no-ml", help="Skip ML efficacy and the detection score."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed the attacks (reproducible runs)."),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
-    ),
-) -> None:
+        default=(),
+    )
+    no_ml: bool = option("--no-ml", help="Skip ML efficacy and the detection score.", default=False)
+    seed: int | None = option("--seed", help="Seed the attacks (reproducible runs).", default=None)
+    force: bool = force_option()
+    quiet: bool = quiet_option()
+
+
+def evaluate_release(given: EvaluateArguments) -> None:
     """Measure what a release exposes (attacks with intervals) and how useful it is."""
     from rich.table import Table as RichTable
 
     from safeshare.release.evaluation import evaluate_files
 
-    with progress_bar(quiet) as progress:
+    with progress_bar(given.quiet) as progress:
         result = evaluate_files(
-            train,
-            holdout,
-            release,
-            out=out,
-            auxiliary=aux,
-            schema=schema,
-            attacks=attacks,
-            population_size=population_size,
-            quasi_identifiers=_names(quasi_identifiers),
-            secrets=_names(secrets),
-            ml=not no_ml,
-            seed=seed,
-            guarantee=guarantee,
-            hierarchies=_pairs(hierarchy),
-            force=force,
+            given.train,
+            given.holdout,
+            given.release,
+            out=given.out,
+            auxiliary=given.aux,
+            schema=given.schema,
+            attacks=given.attacks,
+            population_size=given.population_size,
+            quasi_identifiers=_names(given.quasi_identifiers),
+            secrets=_names(given.secrets),
+            ml=not given.no_ml,
+            seed=given.seed,
+            guarantee=given.guarantee,
+            hierarchies=_pairs(given.hierarchy),
+            force=given.force,
             progress=progress,
         )
-    if quiet:  # no summary; warnings still print (on stderr)
+    if given.quiet:  # no summary; warnings still print (on stderr)
         for line in result.warnings:
             warn(line)
         return
     headline = result.evaluation["headline"]
     table = RichTable(show_header=False, box=None, pad_edge=False)
-    table.add_row("written", f"{out}/evaluation.json, report.html")
+    table.add_row("written", f"{given.out}/evaluation.json, report.html")
     table.add_row("guarantee", result.evaluation["guarantee"])
     for attack in result.assessment.attacks:
         table.add_row(attack.name, styled(attack.reading, "red" if attack.significant else ""))
@@ -112,3 +117,6 @@ def evaluate_command(
     stdout.print(table)
     for line in result.warnings:
         warn(line)
+
+
+evaluate_command = command(EvaluateArguments, evaluate_release)

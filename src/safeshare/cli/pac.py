@@ -7,56 +7,55 @@ import importlib.util
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.text import Text
 
+from safeshare.cli._arguments import command, force_option, option, quiet_option, seed_option
 from safeshare.cli._output import progress_bar, stdout, styled, warn
 from safeshare.errors import InputError
 
 
-def pac_command(
-    data: Path = typer.Option(
-        ..., "--data", help="The sensitive table: a CSV/TSV or Parquet file."
-    ),
-    function: str = typer.Option(
-        ...,
+@dataclass(frozen=True, kw_only=True)
+class PacArguments:
+    """The options of ``safeshare pac``."""
+
+    data: Path = option("--data", help="The sensitive table: a CSV/TSV or Parquet file.")
+    function: str = option(
         "--function",
         help="The black box, 'module:function' or 'path/file.py:function': takes a pandas "
         "DataFrame, returns a number, an array or a mapping of names to numbers.",
-    ),
-    mi: float = typer.Option(
-        ..., "--mi", help="Mutual-information budget in nats (0.0625 caps membership at 67.5%)."
-    ),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Directory to write output.json, card.json, report.html."
-    ),
-    samples: int = typer.Option(1000, help="Most black-box runs for the calibration."),
-    sampler: str | None = typer.Option(
-        None,
+    )
+    mi: float = option(
+        "--mi", help="Mutual-information budget in nats (0.0625 caps membership at 67.5%)."
+    )
+    out: Path = option(
+        "--out", "-o", help="Directory to write output.json, card.json, report.html."
+    )
+    samples: int = option(help="Most black-box runs for the calibration.", default=1000)
+    sampler: str | None = option(
         help="'module:function' drawing a dataset from the assumed distribution "
         "(generator -> DataFrame); default: random halves of the records (membership).",
-    ),
-    confidence: float = typer.Option(0.95, help="Confidence of the bound over the estimate."),
-    workers: int = typer.Option(1, help="Worker processes for the black-box runs."),
-    attack: bool = typer.Option(
-        False, "--attack", help="Also run a membership attack on the noisy output (card only)."
-    ),
-    allow_swamped: bool = typer.Option(
-        False, "--allow-swamped", help="Release even when the noise swamps the output."
-    ),
-    seed: int | None = typer.Option(
-        None, help="Reproducible run. NOT private against anyone who knows the seed."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
-    ),
-) -> None:
+        default=None,
+    )
+    confidence: float = option(help="Confidence of the bound over the estimate.", default=0.95)
+    workers: int = option(help="Worker processes for the black-box runs.", default=1)
+    attack: bool = option(
+        "--attack",
+        help="Also run a membership attack on the noisy output (card only).",
+        default=False,
+    )
+    allow_swamped: bool = option(
+        "--allow-swamped", help="Release even when the noise swamps the output.", default=False
+    )
+    seed: int | None = seed_option()
+    force: bool = force_option()
+    quiet: bool = quiet_option()
+
+
+def calibrated_release(given: PacArguments) -> None:
     """Calibrate PAC noise for a function of a table and release its noisy output."""
     from safeshare.data.readers import fingerprint_file, read_frame
     from safeshare.output_folder import check_output
@@ -65,33 +64,33 @@ def pac_command(
     from safeshare.release.output import write_release
     from safeshare.report.pac import build_pac_card, render_pac_report
 
-    check_output(out, force=force, inputs=(data,))
-    frame = numeric_columns(read_frame(data))
-    mechanism = load_function(function, "--function")
-    user_sampler = load_function(sampler, "--sampler") if sampler else None
-    with progress_bar(quiet) as progress:
+    check_output(given.out, force=given.force, inputs=(given.data,))
+    frame = numeric_columns(read_frame(given.data))
+    mechanism = load_function(given.function, "--function")
+    user_sampler = load_function(given.sampler, "--sampler") if given.sampler else None
+    with progress_bar(given.quiet) as progress:
         release = calibrate(
             mechanism,
             frame,
-            mi_budget=mi,
+            mi_budget=given.mi,
             sampler=user_sampler,
-            samples=samples,
-            confidence=confidence,
-            workers=workers,
-            rng=seed,
+            samples=given.samples,
+            confidence=given.confidence,
+            workers=given.workers,
+            rng=given.seed,
             progress=progress,
         )
-        output = release.apply(allow_swamped=allow_swamped)
+        output = release.apply(allow_swamped=given.allow_swamped)
         result = None
-        if attack:
+        if given.attack:
             progress("membership attack", 0.0)
-            result = membership_attack(release, frame, rng=seed)
+            result = membership_attack(release, frame, rng=given.seed)
     card = build_pac_card(
         release,
         output,
-        name=data.name,
-        fingerprint=fingerprint_file(data),
-        function=function,
+        name=given.data.name,
+        fingerprint=fingerprint_file(given.data),
+        function=given.function,
         columns={c: "numeric" if frame[c].dtype.kind in "iuf" else "text" for c in frame.columns},
         rows_in=len(frame),
         attack=result,
@@ -102,9 +101,12 @@ def pac_command(
         "card.json": card,
         "report.html": render_pac_report(card, release, output),
     }
-    write_release(out, files, force=force)
-    if not quiet:
-        _summary(card, str(out), release.swamped)
+    write_release(given.out, files, force=given.force)
+    if not given.quiet:
+        _summary(card, str(given.out), release.swamped)
+
+
+pac_command = command(PacArguments, calibrated_release)
 
 
 def numeric_columns(frame: Any) -> Any:

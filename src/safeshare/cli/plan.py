@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import typer
 from rich.text import Text
 
+from safeshare.cli._arguments import command, option
 from safeshare.cli._output import progress_bar, stdout, styled, warn
+from safeshare.errors import InputError
 
 
 def _sizes(text: str | None) -> list[int] | None:
-    from safeshare.errors import InputError
-
     if not text:
         return None
     try:
@@ -26,102 +26,132 @@ def _sizes(text: str | None) -> list[int] | None:
         ) from None
 
 
-def plan_command(
-    records: int | None = typer.Option(
-        None, "--records", help="Number of training records (counted from --data if given)."
-    ),
-    users: int | None = typer.Option(
-        None,
+@dataclass(frozen=True, kw_only=True)
+class PlanArguments:
+    """The options of ``safeshare plan``."""
+
+    records: int | None = option(
+        "--records", help="Number of training records (counted from --data if given).", default=None
+    )
+    users: int | None = option(
         "--users",
         help="Plan user-level DP-SGD (train --user-column): the number of users; batch sizes "
         "then count users.",
-    ),
-    epsilon: float = typer.Option(..., "--epsilon", help="Privacy budget epsilon."),
-    delta: float = typer.Option(1e-6, "--delta", help="Privacy budget delta (below 1/records)."),
-    epochs: float | None = typer.Option(
-        None, "--epochs", help="Passes over the data (steps = epochs x records / batch)."
-    ),
-    max_steps: int | None = typer.Option(
-        None, "--max-steps", help="Compute budget: at most this many steps per configuration."
-    ),
-    batch_sizes: str | None = typer.Option(
-        None, "--batch-sizes", help="Comma-separated batch sizes (default 64 ... 8192)."
-    ),
-    accountant: str = typer.Option(
-        "pld",
+        default=None,
+    )
+    epsilon: float = option("--epsilon", help="Privacy budget epsilon.")
+    delta: float = option("--delta", help="Privacy budget delta (below 1/records).", default=1e-6)
+    epochs: float | None = option(
+        "--epochs", help="Passes over the data (steps = epochs x records / batch).", default=None
+    )
+    max_steps: int | None = option(
+        "--max-steps",
+        help="Compute budget: at most this many steps per configuration.",
+        default=None,
+    )
+    batch_sizes: str | None = option(
+        "--batch-sizes", help="Comma-separated batch sizes (default 64 ... 8192).", default=None
+    )
+    accountant: str = option(
         "--accountant",
         help="pld (tight, default), rdp (faster, looser) or prv (Opacus, upper bound).",
-    ),
-    data: Path | None = typer.Option(
-        None, "--data", help="CSV/Parquet to run pilot runs on (NOT private: flagged)."
-    ),
-    target: str | None = typer.Option(None, "--target", help="Target column (with --data)."),
-    schema: Path | None = typer.Option(None, "--schema", help="Schema YAML (with --data)."),
-    pilots: int | None = typer.Option(
-        None, "--pilots", help="Pilot runs for the loss model (with --data; default 6)."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed the pilots (reproducible)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
-) -> None:
-    """Rank DP-SGD configurations by sigma/B, or with --data by a loss estimate from pilot runs."""
-    from rich.table import Table as RichTable
+        default="pld",
+    )
+    data: Path | None = option(
+        "--data", help="CSV/Parquet to run pilot runs on (NOT private: flagged).", default=None
+    )
+    target: str | None = option("--target", help="Target column (with --data).", default=None)
+    schema: Path | None = option("--schema", help="Schema YAML (with --data).", default=None)
+    pilots: int | None = option(
+        "--pilots", help="Pilot runs for the loss model (with --data; default 6).", default=None
+    )
+    seed: int | None = option("--seed", help="Seed the pilots (reproducible).", default=None)
+    as_json: bool = option("--json", help="Print the plan as JSON.", default=False)
+    quiet: bool = option("--quiet", "-q", help="No progress bar.", default=False)
 
-    from safeshare.errors import BudgetError, InputError
+
+def plan_dp_sgd(given: PlanArguments) -> None:
+    """Rank DP-SGD configurations by sigma/B, or with --data by a loss estimate from pilot runs."""
+    from safeshare.errors import BudgetError
     from safeshare.train.accounting import ACCOUNTANTS
     from safeshare.train.planner import plan_training
 
-    if accountant not in ACCOUNTANTS:
-        raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
-    unit = "record"
-    if users is not None:
-        if records is not None or data is not None:
-            raise InputError(
-                "give --users alone: --records and --data plan record-level training (their "
-                "pilot runs clip per record), --users plans user-level training"
-            )
-        records, unit = users, "user"
-    if data is None:
-        for flag, given in (("--pilots", pilots), ("--target", target), ("--schema", schema)):
-            if given is not None:
-                raise InputError(f"{flag} needs --data (the table the pilot runs train on)")
-        if records is None:
-            raise InputError("give --records (how many training records) or --data")
-    elif records is not None:
-        raise InputError("give --records or --data, not both: with --data the records are counted")
-    elif target is None:
-        raise InputError("--data needs --target (the column the classifier predicts)")
+    if given.accountant not in ACCOUNTANTS:
+        raise BudgetError(
+            f"--accountant {given.accountant!r} is unknown; use one of {list(ACCOUNTANTS)}"
+        )
+    records, unit = _units(given)
     table = None
-    if data is not None and target is not None:
-        table = _pilot_table(data, target, schema, 6 if pilots is None else pilots, quiet, as_json)
+    if given.data is not None and given.target is not None:
+        pilots = 6 if given.pilots is None else given.pilots
+        table = _pilot_table(
+            given.data, given.target, given.schema, pilots, given.quiet, given.as_json
+        )
         records = len(table)
-    if records is None:  # unreachable: both paths above set it
-        raise InputError("give --records or --data")
-    with progress_bar(quiet or as_json) as progress:
+    with progress_bar(given.quiet or given.as_json) as progress:
         plan = plan_training(
             records,
-            epsilon,
-            delta,
-            epochs=epochs,
-            batch_sizes=_sizes(batch_sizes),
-            max_steps=max_steps,
-            accountant=accountant,  # type: ignore[arg-type]
+            given.epsilon,
+            given.delta,
+            epochs=given.epochs,
+            batch_sizes=_sizes(given.batch_sizes),
+            max_steps=given.max_steps,
+            accountant=given.accountant,  # type: ignore[arg-type]
             progress=progress,
             unit=unit,
         )
         study = None
-        if table is not None and target is not None:
-            plan, study = _rank_with_pilots(plan, table, target, pilots or 6, seed, progress)
-    if as_json:
+        if table is not None and given.target is not None:
+            plan, study = _rank_with_pilots(
+                plan, table, given.target, given.pilots or 6, given.seed, progress
+            )
+    if given.as_json:
         described = plan.describe()
         if study is not None:
             described["pilots"] = study
         stdout.print_json(json.dumps(described))
         return
+    _print_plan(plan, given, records, unit)
+
+
+def _units(given: PlanArguments) -> tuple[int, str]:
+    """How many privacy units the plan is for (0 while --data is still to be counted), and
+    which unit; refuses flags that do not go together."""
+    if given.users is not None and (given.records is not None or given.data is not None):
+        raise InputError(
+            "give --users alone: --records and --data plan record-level training (their "
+            "pilot runs clip per record), --users plans user-level training"
+        )
+    if given.data is not None:
+        if given.records is not None:
+            raise InputError(
+                "give --records or --data, not both: with --data the records are counted"
+            )
+        if given.target is None:
+            raise InputError("--data needs --target (the column the classifier predicts)")
+        return 0, "record"
+    for flag, value in (
+        ("--pilots", given.pilots),
+        ("--target", given.target),
+        ("--schema", given.schema),
+    ):
+        if value is not None:
+            raise InputError(f"{flag} needs --data (the table the pilot runs train on)")
+    if given.users is not None:
+        return given.users, "user"
+    if given.records is None:
+        raise InputError("give --records (how many training records) or --data")
+    return given.records, "record"
+
+
+def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> None:
+    """The ranked configurations as a table, with what ranked them."""
+    from rich.table import Table as RichTable
+
     table = RichTable(
-        title=f"DP-SGD plans for {records} {unit}s at epsilon={epsilon:g}, delta={delta:g} "
-        f"({accountant.upper()}, Poisson sampling, privacy unit = {unit}"
-        + (": batch sizes count users)" if unit == "user" else ")"),
+        title=f"DP-SGD plans for {records} {unit}s at epsilon={given.epsilon:g}, "
+        f"delta={given.delta:g} ({given.accountant.upper()}, Poisson sampling, privacy unit = "
+        f"{unit}" + (": batch sizes count users)" if unit == "user" else ")"),
         title_justify="left",
     )
     names = ["rank", "batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"]
@@ -171,12 +201,14 @@ def plan_command(
         stdout.print(Text.assemble(styled(f"batch {size} left out:", "yellow"), " ", why))
 
 
+plan_command = command(PlanArguments, plan_dp_sgd)
+
+
 def _pilot_table(
     data: Path, target: str, schema: Path | None, pilots: int, quiet: bool, as_json: bool
 ) -> Any:
     """The table the pilots run on; says, before they run, that they are not private."""
     from safeshare.dp.budget import PrivacyBudget
-    from safeshare.errors import InputError
     from safeshare.release.training import prepare_table, read_table
     from safeshare.train.dpsgd import require_torch
     from safeshare.train.loss_model import MIN_PILOTS

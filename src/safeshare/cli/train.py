@@ -15,214 +15,253 @@ import json
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
+from safeshare.cli._arguments import (
+    argument,
+    command,
+    force_option,
+    ledger_option,
+    option,
+    quiet_option,
+    schema_option,
+    seed_option,
+    total_option,
+    unsafe_infer_option,
+)
 from safeshare.cli._output import progress_bar, stdout, warn
 from safeshare.errors import InputError
 
+if TYPE_CHECKING:
+    from safeshare.release.job import JobRequest
 
-def train_command(
-    data: Path = typer.Argument(..., help="The sensitive table: a CSV/TSV or Parquet file."),
-    target: str | None = typer.Option(
-        None,
+
+@dataclass(frozen=True, kw_only=True)
+class TrainArguments:
+    """The options of ``safeshare train``: a tabular, a text or a language-model job."""
+
+    data: Path = argument("The sensitive table: a CSV/TSV or Parquet file.")
+    target: str | None = option(
         "--target",
         help="The column to predict (categorical). Required, except with --language-model "
         "(which takes none).",
-    ),
-    epsilon: float = typer.Option(..., "--epsilon", help="Privacy budget epsilon of the model."),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="Directory to write model.safetensors and card.json."
-    ),
-    delta: float | None = typer.Option(
-        None, "--delta", help="Privacy budget delta (default 1 / (10 x records))."
-    ),
-    schema: Path | None = typer.Option(
-        None, help="YAML schema of public facts (kinds, categories, bounds, roles)."
-    ),
-    text_column: str | None = typer.Option(
-        None,
+        default=None,
+    )
+    epsilon: float = option("--epsilon", help="Privacy budget epsilon of the model.")
+    out: Path = option("--out", "-o", help="Directory to write model.safetensors and card.json.")
+    delta: float | None = option(
+        "--delta", help="Privacy budget delta (default 1 / (10 x records)).", default=None
+    )
+    schema: Path | None = schema_option()
+    text_column: str | None = option(
         "--text-column",
         help="Train a text classifier (all-MiniLM-L6-v2, top layer(s) + head) on this column; "
         "with --language-model, the column the language model learns.",
-    ),
-    language_model: bool = typer.Option(
-        False,
+        default=None,
+    )
+    language_model: bool = option(
         "--language-model",
         help="Train a byte-level causal language model from scratch on --text-column "
         "(one text = one record); no --target.",
-    ),
-    epochs: float | None = typer.Option(
-        None,
+        default=False,
+    )
+    epochs: float | None = option(
         help="Passes over the data (expected, Poisson sampling); default 5, text 3, "
         "language model 5.",
-    ),
-    batch_size: int | None = typer.Option(
-        None, "--batch-size", help="Expected batch size; default 512, text 256, language model 64."
-    ),
-    hidden: int = typer.Option(
-        64, "--hidden", "--width", help="Hidden units of the MLP; the language model's width."
-    ),
-    layers: int = typer.Option(1, "--layers", help="Language model: transformer blocks."),
-    heads: int = typer.Option(2, "--heads", help="Language model: attention heads per block."),
-    holdout_fraction: float = typer.Option(
-        0.1,
+        default=None,
+    )
+    batch_size: int | None = option(
+        "--batch-size",
+        help="Expected batch size; default 512, text 256, language model 64.",
+        default=None,
+    )
+    hidden: int = option(
+        "--hidden",
+        "--width",
+        help="Hidden units of the MLP; the language model's width.",
+        default=64,
+    )
+    layers: int = option("--layers", help="Language model: transformer blocks.", default=1)
+    heads: int = option("--heads", help="Language model: attention heads per block.", default=2)
+    holdout_fraction: float = option(
         "--holdout-fraction",
         help="Language model: share of texts held out of training for audits (their row "
         "positions go to holdout.json).",
-    ),
-    learning_rate: float | None = typer.Option(
-        None,
+        default=0.1,
+    )
+    learning_rate: float | None = option(
         "--learning-rate",
         help="Adam's learning rate; default 2e-3, text (the head's) 1e-2, language model 3e-3.",
-    ),
-    layer_learning_rate: float = typer.Option(
-        1e-4, "--layer-learning-rate", help="Text: Adam's learning rate of the trained layers."
-    ),
-    max_length: int = typer.Option(
-        64,
+        default=None,
+    )
+    layer_learning_rate: float = option(
+        "--layer-learning-rate",
+        help="Text: Adam's learning rate of the trained layers.",
+        default=1e-4,
+    )
+    max_length: int = option(
         "--max-length",
         "--context",
         help="Text: tokens kept per text (longer ones are truncated); language model: its "
         "context, bytes kept per text.",
-    ),
-    train_layers: int = typer.Option(
-        1, "--train-layers", help="Text: top transformer layers trained (the rest frozen)."
-    ),
-    max_grad_norm: float = typer.Option(1.0, "--max-grad-norm", help="Per-record clipping norm."),
-    clipping: str | None = typer.Option(
-        None,
+        default=64,
+    )
+    train_layers: int = option(
+        "--train-layers", help="Text: top transformer layers trained (the rest frozen).", default=1
+    )
+    max_grad_norm: float = option("--max-grad-norm", help="Per-record clipping norm.", default=1.0)
+    clipping: str | None = option(
         help="linear-ghost (MLP default: exact, fastest), ghost (text and language model "
         "default; the language model's only one) or hooks (Opacus's).",
-    ),
-    accountant: str = typer.Option(
-        "pld", help="pld (tight, default), rdp, or prv (Opacus, upper bound)."
-    ),
-    user_column: str | None = typer.Option(
-        None,
+        default=None,
+    )
+    accountant: str = option(
+        help="pld (tight, default), rdp, or prv (Opacus, upper bound).", default="pld"
+    )
+    user_column: str | None = option(
         "--user-column",
         help="The privacy unit is a user, all records (texts) sharing this column's value "
         "(clipped per user; not an input; --batch-size counts users; the language model "
         "holds out whole users).",
-    ),
-    max_records_per_user: int = typer.Option(
-        64,
+        default=None,
+    )
+    max_records_per_user: int = option(
         "--max-records-per-user",
         help="With --user-column: records kept per user (drawn at random; bounds memory).",
-    ),
-    device: str = typer.Option(
-        "auto",
+        default=64,
+    )
+    device: str = option(
         "--device",
         help="Where training runs: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
         "cuda or cuda:N.",
-    ),
-    seed: int | None = typer.Option(
-        None, help="Reproducible run. NOT private against anyone who knows the seed."
-    ),
-    unsafe_infer: bool = typer.Option(
-        False, "--unsafe-infer", help="Read categories/bounds without DP (flagged)."
-    ),
-    ledger: Path | None = typer.Option(
-        None, help="Privacy ledger file (default: $SAFESHARE_LEDGER or user data dir)."
-    ),
-    total_epsilon: float | None = typer.Option(
-        None, help="Total epsilon of this dataset, if the ledger has none yet."
-    ),
-    total_delta: float | None = typer.Option(
-        None, help="Total delta of this dataset, if the ledger has none yet."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace an earlier safeshare output at --out."
-    ),
-    quiet: bool = typer.Option(
-        False, "--quiet", "-q", help="No progress bar or summary (warnings still print)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the card as JSON (no summary)."),
-) -> None:
+        default="auto",
+    )
+    seed: int | None = seed_option()
+    unsafe_infer: bool = unsafe_infer_option()
+    ledger: Path | None = ledger_option()
+    total_epsilon: float | None = total_option("epsilon")
+    total_delta: float | None = total_option("delta")
+    force: bool = force_option()
+    quiet: bool = quiet_option()
+    as_json: bool = option("--json", help="Print the card as JSON (no summary).", default=False)
+
+    def request(self) -> JobRequest:
+        """What every paid job shares: input, output, budget, seed, ledger."""
+        from safeshare.release.job import JobRequest
+
+        return JobRequest(
+            self.data,
+            self.out,
+            self.epsilon,
+            delta=self.delta,
+            schema_path=self.schema,
+            seed=self.seed,
+            ledger=self.ledger,
+            total_epsilon=self.total_epsilon,
+            total_delta=self.total_delta,
+            force=self.force,
+        )
+
+    def common(self) -> dict[str, Any]:
+        """The DP-SGD settings every model takes (an unset one keeps its model's default)."""
+        shared = {
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "learning_rate": self.learning_rate,
+        }
+        given = {k: v for k, v in shared.items() if v is not None}
+        return {"max_grad_norm": self.max_grad_norm, "accountant": self.accountant, **given}
+
+    def users(self) -> dict[str, Any]:
+        """The privacy unit: a record, or a user (all records sharing --user-column)."""
+        return {
+            "user_column": self.user_column,
+            "max_records_per_user": self.max_records_per_user,
+        }
+
+
+def train_model(given: TrainArguments) -> None:
     """Train a DP-SGD model (an MLP classifier; a text classifier with --text-column; a
     byte-level language model with --language-model --text-column); write a card."""
     from safeshare.errors import BudgetError
-    from safeshare.release.job import JobRequest
     from safeshare.train.accounting import ACCOUNTANTS
 
-    if accountant not in ACCOUNTANTS:
-        raise BudgetError(f"--accountant {accountant!r} is unknown; use one of {list(ACCOUNTANTS)}")
-    request = JobRequest(
-        data,
-        out,
-        epsilon,
-        delta=delta,
-        schema_path=schema,
-        seed=seed,
-        ledger=ledger,
-        total_epsilon=total_epsilon,
-        total_delta=total_delta,
-        force=force,
-    )
-    users: dict[str, Any] = {
-        "user_column": user_column,
-        "max_records_per_user": max_records_per_user,
-    }
-    shared = {"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate}
-    overrides = {k: v for k, v in shared.items() if v is not None}
-    clip: dict[str, Any] = {} if clipping is None else {"clipping": clipping}
-    common: dict[str, Any] = {"max_grad_norm": max_grad_norm, "accountant": accountant, **overrides}
-    job: Callable[..., Any]
-    if language_model:
-        _check_language_model_flags(text_column, target, clipping, unsafe_infer)
-        from safeshare.release.language_model import train_language_model_release
-        from safeshare.train.language_model import LanguageModelSettings
+    if given.accountant not in ACCOUNTANTS:
+        raise BudgetError(
+            f"--accountant {given.accountant!r} is unknown; use one of {list(ACCOUNTANTS)}"
+        )
+    job = _language_model_job(given) if given.language_model else _classifier_job(given)
+    with progress_bar(given.quiet or given.as_json) as progress, _warnings_shown():
+        card = job(progress=progress, device=given.device).card
+    if given.as_json:
+        stdout.print_json(json.dumps(card))
+    elif not given.quiet:
+        _print_summary(card, given.out, given.text_column, given.language_model)
 
-        lm_settings = LanguageModelSettings(
-            context=max_length, width=hidden, layers=layers, heads=heads, **common
-        )
-        job = partial(
-            train_language_model_release,
-            request,
-            str(text_column),
-            lm_settings,
-            holdout_fraction=holdout_fraction,
-            **users,
-        )
-    elif target is None:
+
+train_command = command(TrainArguments, train_model)
+
+
+def _language_model_job(given: TrainArguments) -> Callable[..., Any]:
+    """``--language-model``: a byte-level causal language model on --text-column."""
+    _check_language_model_flags(given)
+    from safeshare.release.language_model import train_language_model_release
+    from safeshare.train.language_model import LanguageModelSettings
+
+    settings = LanguageModelSettings(
+        context=given.max_length,
+        width=given.hidden,
+        layers=given.layers,
+        heads=given.heads,
+        **given.common(),
+    )
+    return partial(
+        train_language_model_release,
+        given.request(),
+        str(given.text_column),
+        settings,
+        holdout_fraction=given.holdout_fraction,
+        **given.users(),
+    )
+
+
+def _classifier_job(given: TrainArguments) -> Callable[..., Any]:
+    """A classifier of --target: an MLP over the table, or on --text-column's texts."""
+    if given.target is None:
         raise InputError(
             "--target is required: name the column to predict (only --language-model trains "
             "without one)"
         )
-    elif text_column is not None:
+    clip: dict[str, Any] = {} if given.clipping is None else {"clipping": given.clipping}
+    if given.text_column is not None:
         from safeshare.release.text_training import train_text_release
         from safeshare.train.text import TextSettings
 
         text_settings = TextSettings(
-            max_length=max_length,
-            train_layers=train_layers,
-            layer_learning_rate=layer_learning_rate,
+            max_length=given.max_length,
+            train_layers=given.train_layers,
+            layer_learning_rate=given.layer_learning_rate,
             **clip,
-            **common,
+            **given.common(),
         )
-        job = partial(
+        return partial(
             train_text_release,
-            request,
-            target,
-            text_column,
+            given.request(),
+            given.target,
+            given.text_column,
             text_settings,
-            unsafe_infer=unsafe_infer,
-            **users,
+            unsafe_infer=given.unsafe_infer,
+            **given.users(),
         )
-    else:
-        from safeshare.release.training import TrainingSettings, train_release
+    from safeshare.release.training import TrainingSettings, train_release
 
-        settings = TrainingSettings(hidden=hidden, **users, **clip, **common)
-        job = partial(train_release, request, target, settings, unsafe_infer=unsafe_infer)
-    with progress_bar(quiet or as_json) as progress, _warnings_shown():
-        card = job(progress=progress, device=device).card
-    if as_json:
-        stdout.print_json(json.dumps(card))
-    elif not quiet:
-        _print_summary(card, out, text_column, language_model)
+    settings = TrainingSettings(hidden=given.hidden, **given.users(), **clip, **given.common())
+    return partial(
+        train_release, given.request(), given.target, settings, unsafe_infer=given.unsafe_infer
+    )
 
 
 @contextmanager
@@ -237,25 +276,23 @@ def _warnings_shown() -> Iterator[None]:
                 warn(warning.message)
 
 
-def _check_language_model_flags(
-    text_column: str | None, target: str | None, clipping: str | None, unsafe_infer: bool
-) -> None:
+def _check_language_model_flags(given: TrainArguments) -> None:
     """Refuse the flags ``--language-model`` cannot honour, naming the fix."""
-    if text_column is None:
+    if given.text_column is None:
         raise InputError(
             "--language-model needs --text-column: name the column of texts it should learn"
         )
-    if target is not None:
+    if given.target is not None:
         raise InputError(
             "--target does not apply to --language-model (it learns the texts themselves, "
             "no label); drop --target, or drop --language-model to train a text classifier"
         )
-    if clipping not in (None, "ghost"):
+    if given.clipping not in (None, "ghost"):
         raise InputError(
-            f"--clipping {clipping!r} cannot train the language model; it takes ghost (the "
-            "default), which clips each text's whole gradient"
+            f"--clipping {given.clipping!r} cannot train the language model; it takes ghost "
+            "(the default), which clips each text's whole gradient"
         )
-    if unsafe_infer:
+    if given.unsafe_infer:
         raise InputError(
             "--unsafe-infer does not apply to --language-model: its vocabulary (bytes) is "
             "public and no domain is read; drop it"
