@@ -15,6 +15,7 @@ import pytest
 
 from safeshare.cli import main
 from safeshare.dp.ledger import Ledger
+from safeshare.report.card import HEADER_FIELDS
 from tests.conftest import SHARED, needs_shared
 
 FAIR_SCHEMA = Path(__file__).resolve().parents[2] / "src/safeshare/data/schemas/fair.yaml"
@@ -165,6 +166,7 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     status = Ledger(ledger).find("reviews.csv")
     assert status.releases == 1 and status.spent_epsilon == 4.0
     card = json.loads((tmp_path / "out" / "card.json").read_text())
+    assert card.keys() >= set(HEADER_FIELDS) and (card["method"], card["data"]) == ("pe", "text")
     assert card["model"]["api"]["base_url"] == url and card["model"]["api"]["model"] == "tiny"
     assert any("resumed from the checkpoint" in n for n in card["notes"])
     assert set(pd.read_csv(tmp_path / "out" / "synthetic.csv")["label"]) <= {0, 1}

@@ -32,24 +32,6 @@ from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.evaluate.results import RiskResult, UtilityResult
 
-REQUIRED_FIELDS = frozenset(
-    {
-        "method",
-        "epsilon",
-        "delta",
-        "budget",
-        "secure_noise",
-        "domain_source",
-        "columns",
-        "metrics",
-        "rows_in",
-        "rows_out",
-        "created_at",
-        "safeshare_version",
-    }
-)
-
-
 HEADER_FIELDS = (
     "safeshare_version",
     "created_at",
@@ -61,6 +43,19 @@ HEADER_FIELDS = (
     "input",
 )
 """The fields every card opens with, whatever the artifact."""
+
+REQUIRED_FIELDS = frozenset(
+    {
+        *HEADER_FIELDS,
+        "budget",
+        "domain_source",
+        "columns",
+        "metrics",
+        "rows_in",
+        "rows_out",
+    }
+)
+"""The fields of every card of a table release (a synthetic, anonymized or PAC output)."""
 
 
 def card_header(
