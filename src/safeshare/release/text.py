@@ -27,6 +27,7 @@ the spend): a run stopped by an unreachable model server resumes there without p
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from safeshare.data.domain import Kind
 from safeshare.data.row_order import RowOrder
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
-from safeshare.dp.discovery import Target, plan_discovery
+from safeshare.dp.discovery import DiscoveryPlan, Target, plan_discovery
 from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.gdp import gdp_mu
 from safeshare.dp.ledger import Ledger
@@ -47,7 +48,7 @@ from safeshare.errors import BudgetError, InputError, ModelAPIError
 from safeshare.evaluate.split import holdout_size
 from safeshare.evaluate.text import text_metrics
 from safeshare.output_folder import check_output
-from safeshare.release.job import Bill, charge
+from safeshare.release.job import Bill, Payment, charge
 from safeshare.release.output import write_release
 from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ReleaseResult, read_input
 from safeshare.release.resume import save_results
@@ -131,156 +132,341 @@ def release_text(
     embedder: Any = None,
     progress: Progress | None = None,
 ) -> ReleaseResult:
-    """Release synthetic text (see the module docstring).  ``embedder`` defaults to MiniLM."""
-    report = progress or no_progress
+    """Release synthetic text (see the module docstring).  ``embedder`` defaults to MiniLM.
+
+    The keyword arguments are the library's edge: they are checked once into a frozen
+    :class:`TextReleaseSettings`, which is all the steps below see.
+    """
     backend = backend or TextBackend()
     backend.column = text_column
     backend.check()
-    budget = PrivacyBudget(epsilon, delta)
-    out = check_output(out, force=force, inputs=(source, ledger, checkpoint))
     samples = DEFAULT_SAMPLES[backend.kind] if samples is None else samples
-    for name, value in (("iterations", iterations), ("samples", samples), ("rows", rows)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise InputError(f"--{name} must be a positive integer, got {value!r}")
-    names = dict(label_names or {})
-    if names and label_column is None:
-        raise InputError("--label-names needs --label-column (the column holding the labels)")
-
+    budget = PrivacyBudget(epsilon, delta)
+    settings = TextReleaseSettings(
+        out=check_output(out, force=force, inputs=(source, ledger, checkpoint)),
+        text_column=text_column,
+        label_column=label_column,
+        label_names=dict(label_names or {}),
+        backend=backend,
+        budget=budget,
+        iterations=iterations,
+        samples=samples,
+        lookahead=lookahead,
+        neighbour_search=check_search(neighbour_search),
+        holdout_fraction=holdout_fraction,
+        rows=rows,
+        seed=seed,
+        ledger=ledger,
+        total_budget=total_budget,
+        force=force,
+        checkpoint=Path(checkpoint) if checkpoint is not None else None,
+        evaluate=evaluate,
+        resume_command=resume_command,
+    )
+    settings.check()
+    report = progress or no_progress
     report("reading", 0.0)
     frame, fingerprint, name = read_input(source, None, dataset_name)
-    wanted = [text_column] + ([label_column] if label_column else [])
-    for column in wanted:
+    embed = CachedEmbedder(embedder or MiniLMEmbedder(column=text_column), text_column)
+    return _release_frame(
+        frame,
+        Bill(fingerprint, name, settings.budget, "release pe (text)", total_budget),
+        settings,
+        embed,
+        report,
+    )
+
+
+@dataclass(frozen=True)
+class TextReleaseSettings:
+    """What a text release is asked beside its input, checked once by :func:`release_text`."""
+
+    out: Path
+    text_column: str
+    label_column: str | None
+    label_names: dict[str, str]
+    backend: TextBackend
+    budget: PrivacyBudget
+    iterations: int
+    samples: int
+    lookahead: int
+    neighbour_search: str
+    holdout_fraction: float
+    rows: int | None
+    seed: int | None
+    ledger: Ledger | str | Path | None
+    total_budget: PrivacyBudget | None
+    force: bool
+    checkpoint: Path | None
+    evaluate: bool
+    resume_command: str | None
+
+    def check(self) -> None:
+        """Refuse sizes no run can use and label names without a label column."""
+        for name, value in (
+            ("iterations", self.iterations),
+            ("samples", self.samples),
+            ("rows", self.rows),
+        ):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InputError(f"--{name} must be a positive integer, got {value!r}")
+        if self.label_names and self.label_column is None:
+            raise InputError("--label-names needs --label-column (the column holding the labels)")
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns the release reads and writes: the texts, then the labels if any."""
+        return [self.text_column] + ([self.label_column] if self.label_column else [])
+
+    @property
+    def discovers_labels(self) -> bool:
+        """True when the labels are found with DP (a label column, no public names)."""
+        return self.label_column is not None and not self.label_names
+
+    @property
+    def pe_folder(self) -> Path | None:
+        """Where Private Evolution keeps its finished iterations."""
+        return self.checkpoint / "pe" if self.checkpoint is not None else None
+
+
+@dataclass(frozen=True)
+class _TextPlan:
+    """Every step's noise, fixed before the data is read: label discovery, then PE's votes."""
+
+    discovery: DiscoveryPlan
+    delta_thresholds: float
+    events: list[PrivacyEvent]
+    exact_epsilon: float
+    evolution: _Evolutions
+    planned: LabelledEvolution | PrivateEvolution  # the model the events are read from
+
+
+@dataclass(frozen=True)
+class _Evolutions:
+    """Builds the PE model of a run: one over all texts, or one per label."""
+
+    settings: TextReleaseSettings
+    embed: CachedEmbedder
+    options: dict[str, Any]
+    report: Progress
+
+    def model(self, labels: list[str]) -> LabelledEvolution | PrivateEvolution:
+        """The model for ``labels`` (ignored without a label column)."""
+        settings, names = self.settings, self.settings.label_names
+        common = {"checkpoint": settings.pe_folder, "progress": self.report, **self.options}
+        if settings.label_column is None:
+            api = settings.backend.build().for_label(None)
+            return PrivateEvolution(api, self.embed, **common)
+        base = settings.backend.build()
+        return LabelledEvolution(
+            lambda label: base.for_label(names.get(str(label), str(label))),
+            self.embed,
+            labels=labels,
+            label_column=settings.label_column,
+            **common,
+        )
+
+
+def _release_frame(
+    frame: pd.DataFrame,
+    bill: Bill,
+    settings: TextReleaseSettings,
+    embed: CachedEmbedder,
+    report: Progress,
+) -> ReleaseResult:
+    """Split, plan, charge once, find the labels, evolve, evaluate, write."""
+    frame = _text_columns(frame, settings)
+    rand = Randomness(settings.seed)
+    rows_rng = rand.generator()
+    discovery_noise, evolution_noise = rand.spawn(2)  # a stream of its own for each mechanism
+    train, holdout = _split(frame, settings.holdout_fraction, rows_rng)
+    plan = _plan(settings, embed, evolution_noise, report)
+    _check_useful(
+        plan.planned,
+        len(train),
+        max(1, len(settings.label_names)),
+        settings.samples,
+    )
+    # no refund on failure: the model's server has seen samples the DP votes chose
+    payment = charge(settings.ledger, bill, settings.checkpoint)
+    notes: list[str] = []
+    if payment.spend.resumed:
+        notes.append(
+            f"resumed from the checkpoint {str(settings.checkpoint)!r}: the ledger was charged "
+            "by the first attempt, and finished iterations were not measured again"
+        )
+    labels: list[str] = []
+    if settings.label_column is not None:
+        report("finding the labels", 0.05)
+        labels, train = _labelled_train(train, settings, plan, discovery_noise, payment, notes)
+    report("synthesizing", 0.1)
+    model = plan.evolution.model(labels)
+    synthetic = _evolved(model, train, settings)
+    report("evaluating", 0.85)
+    metrics = _metrics(synthetic, train, holdout, settings, embed) if settings.evaluate else {}
+    sizes = {
+        "rows_in": len(frame),
+        "rows_train": len(train),
+        "rows_holdout": len(holdout),
+        "rows_out": len(synthetic),
+    }
+    card = _card(settings, plan, model, bill, labels, sizes, metrics, payment, notes, rand.secure)
+    report("writing", 0.95)
+    html = render_text_report(card)
+    files: dict[str, Any] = {"synthetic.csv": synthetic, "card.json": card, "report.html": html}
+    write_release(settings.out, files, settings.force)
+    report("done", 1.0)
+    return ReleaseResult(settings.out, card, synthetic, _warnings(notes, settings.backend))
+
+
+def _evolved(
+    model: LabelledEvolution | PrivateEvolution, train: pd.DataFrame, settings: TextReleaseSettings
+) -> pd.DataFrame:
+    """Private Evolution on ``train``; a model server that stops answering says how to resume."""
+    try:
+        model.fit(train)
+    except ModelAPIError as error:
+        raise ModelAPIError(
+            _resume_message(str(error), settings.checkpoint, settings.resume_command)
+        ) from None
+    synthetic = model.sample(settings.rows)
+    return synthetic[[c for c in settings.columns if c in synthetic.columns]]
+
+
+def _metrics(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    settings: TextReleaseSettings,
+    embed: CachedEmbedder,
+) -> dict[str, Any]:
+    """Utility and copies of the synthetic texts (not DP: for the data owner, as the card says)."""
+    return text_metrics(
+        synthetic,
+        train,
+        holdout if len(holdout) else None,
+        settings.text_column,
+        settings.label_column,
+        embed,
+    )
+
+
+def _text_columns(frame: pd.DataFrame, settings: TextReleaseSettings) -> pd.DataFrame:
+    """The text (as strings, missing as empty) and label columns; a missing one is refused."""
+    for column in settings.columns:
         if column not in frame.columns:
             raise InputError(
                 f"no column {column!r} in the input (columns: {list(frame.columns)}); fix "
                 "--text-column / --label-column"
             )
-    frame = frame[wanted].copy()
-    frame[text_column] = frame[text_column].fillna("").astype(str)
-    rand = Randomness(seed)
-    rng = rand.generator()
-    discovery_noise, evolution_noise = rand.spawn(2)  # a stream of its own for each mechanism
+    frame = frame[settings.columns].copy()
+    frame[settings.text_column] = frame[settings.text_column].fillna("").astype(str)
+    return frame
+
+
+def _split(
+    frame: pd.DataFrame, holdout_fraction: float, rng: np.random.Generator
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Training and held-out rows, in their input order."""
     n_holdout = holdout_size(len(frame), holdout_fraction)
     ranked = np.argsort(RowOrder.draw(rng).ranks(np.arange(len(frame))), kind="stable")
     holdout = frame.iloc[np.sort(ranked[:n_holdout])].reset_index(drop=True)
     train = frame.iloc[np.sort(ranked[n_holdout:])].reset_index(drop=True)
+    return train, holdout
 
-    # the plan: every step's noise is fixed before the data is read
-    discover = label_column is not None and not names
-    delta_thresholds = THRESHOLD_DELTA_SHARE * delta if discover else 0.0
-    mu = gdp_mu(epsilon, delta - delta_thresholds)
-    rho = mu**2 / 2
-    rho_labels = LABEL_SHARE * rho if discover else 0.0
+
+def _plan(
+    settings: TextReleaseSettings, embed: CachedEmbedder, noise: Randomness, report: Progress
+) -> _TextPlan:
+    """Every step's noise from the budget, checked by the GDP accountant before the spend."""
+    delta = settings.budget.delta
+    delta_thresholds = THRESHOLD_DELTA_SHARE * delta if settings.discovers_labels else 0.0
+    rho = gdp_mu(settings.budget.epsilon, delta - delta_thresholds) ** 2 / 2
+    rho_labels = LABEL_SHARE * rho if settings.discovers_labels else 0.0
+    targets = [Target(str(settings.label_column), Kind.CATEGORICAL)]
     discovery = plan_discovery(
-        [Target(label_column, Kind.CATEGORICAL)] if discover and label_column else [],
-        rho_labels,
-        delta_thresholds,
+        targets if settings.discovers_labels else [], rho_labels, delta_thresholds
     )
-    folder = Path(checkpoint) if checkpoint is not None else None
-    embed = CachedEmbedder(embedder or MiniLMEmbedder(column=text_column), text_column)
     options: dict[str, Any] = {
         "epsilon": None,
         "delta": delta - delta_thresholds,
         "rho": rho - rho_labels,
-        "iterations": iterations,
-        "samples_per_iteration": samples,
-        "lookahead": lookahead,
-        "neighbour_search": check_search(neighbour_search),
-        "rng": evolution_noise,
+        "iterations": settings.iterations,
+        "samples_per_iteration": settings.samples,
+        "lookahead": settings.lookahead,
+        "neighbour_search": settings.neighbour_search,
+        "rng": noise,
     }
-
-    def model_for(labels: list[str]) -> LabelledEvolution | PrivateEvolution:
-        if label_column is None:
-            api = backend.build().for_label(None)
-            pe_folder = folder / "pe" if folder is not None else None
-            return PrivateEvolution(api, embed, checkpoint=pe_folder, progress=report, **options)
-        base = backend.build()
-        return LabelledEvolution(
-            lambda label: base.for_label(names.get(str(label), str(label))),
-            embed,
-            labels=labels,
-            label_column=label_column,
-            checkpoint=folder / "pe" if folder is not None else None,
-            progress=report,
-            **options,
-        )
-
-    planned = model_for(list(names) or ["?"])
+    evolution = _Evolutions(settings, embed, options, report)
+    planned = evolution.model(list(settings.label_names) or ["?"])
     events: list[PrivacyEvent] = [*discovery.events, *planned.privacy_events()]
-    exact_epsilon = Accountant(events, "gdp").check_within(budget)  # the plan, before the spend
-    _check_useful(planned, len(train), max(1, len(names)), samples)
+    exact_epsilon = Accountant(events, "gdp").check_within(settings.budget)
+    return _TextPlan(discovery, delta_thresholds, events, exact_epsilon, evolution, planned)
 
-    # no refund on failure: the model's server has seen samples the DP votes chose
-    payment = charge(
-        ledger, Bill(fingerprint, name, budget, "release pe (text)", total_budget), folder
+
+def _labelled_train(
+    train: pd.DataFrame,
+    settings: TextReleaseSettings,
+    plan: _TextPlan,
+    noise: Randomness,
+    payment: Payment,
+    notes: list[str],
+) -> tuple[list[str], pd.DataFrame]:
+    """The released labels, and the training rows holding one of them (labels as text)."""
+    column = str(settings.label_column)
+    labels = _labels(
+        train, column, settings.label_names, plan.discovery, noise, payment.spend.saved, notes
     )
-    spend = payment.spend
-    notes: list[str] = []
-    if spend.resumed:
-        notes.append(
-            f"resumed from the checkpoint {str(folder)!r}: the ledger was charged by the first "
-            "attempt, and finished iterations were not measured again"
-        )
+    save_results(settings.checkpoint, {"labels": labels})
+    kept = train[column].astype(str).isin(labels)
+    if not kept.all():
+        notes.append("training rows whose label is not among the released labels were left out")
+    return labels, train.loc[kept].assign(**{column: train.loc[kept, column].astype(str)})
 
-    labels: list[str] = []
-    if label_column is not None:
-        report("finding the labels", 0.05)
-        labels = _labels(train, label_column, names, discovery, discovery_noise, spend.saved, notes)
-        save_results(folder, {"labels": labels})
-        kept = train[label_column].astype(str).isin(labels)
-        if not kept.all():
-            notes.append("training rows whose label is not among the released labels were left out")
-        train = train.loc[kept].assign(**{label_column: train.loc[kept, label_column].astype(str)})
 
-    report("synthesizing", 0.1)
-    model = model_for(labels)
-    try:
-        model.fit(train)
-    except ModelAPIError as error:
-        raise ModelAPIError(_resume_message(str(error), folder, resume_command)) from None
-    synthetic = model.sample(rows)
-    synthetic = synthetic[[c for c in wanted if c in synthetic.columns]]
-
-    report("evaluating", 0.85)
-    metrics = (
-        text_metrics(
-            synthetic, train, holdout if n_holdout else None, text_column, label_column, embed
-        )
-        if evaluate
-        else {}
-    )
-    card = build_text_card(
-        budget=budget,
-        events=events,
-        epsilon_spent=exact_epsilon,
-        delta_thresholds=delta_thresholds,
-        secure_noise=rand.secure,
-        text_column=text_column,
-        label_column=label_column,
+def _card(
+    settings: TextReleaseSettings,
+    plan: _TextPlan,
+    model: LabelledEvolution | PrivateEvolution,
+    bill: Bill,
+    labels: list[str],
+    sizes: dict[str, int],
+    metrics: dict[str, Any],
+    payment: Payment,
+    notes: list[str],
+    secure_noise: bool,
+) -> dict[str, Any]:
+    """The text release's card (:func:`safeshare.report.text.build_text_card`)."""
+    names = settings.label_names
+    return build_text_card(
+        budget=settings.budget,
+        events=plan.events,
+        epsilon_spent=plan.exact_epsilon,
+        delta_thresholds=plan.delta_thresholds,
+        secure_noise=secure_noise,
+        text_column=settings.text_column,
+        label_column=settings.label_column,
         label_names={label: names.get(label, label) for label in labels},
         labels_from="public (--label-names)" if names else "private data, DP",
-        model=_describe(model, backend, iterations, samples),
-        name=name,
-        fingerprint=fingerprint,
-        rows_in=len(frame),
-        rows_train=len(train),
-        rows_holdout=n_holdout,
-        rows_out=len(synthetic),
-        holdout_fraction=holdout_fraction,
+        model=_describe(model, settings.backend, settings.iterations, settings.samples),
+        name=bill.name,
+        fingerprint=bill.fingerprint,
+        **sizes,
+        holdout_fraction=settings.holdout_fraction,
         metrics=metrics,
         ledger=payment.summary(),
-        notes=notes + discovery_notes(labels, discover) + backend.notes,
+        notes=notes + discovery_notes(labels, settings.discovers_labels) + settings.backend.notes,
     )
-    report("writing", 0.95)
-    html = render_text_report(card)
-    write_release(out, {"synthetic.csv": synthetic, "card.json": card, "report.html": html}, force)
-    report("done", 1.0)
+
+
+def _warnings(notes: list[str], backend: TextBackend) -> list[str]:
+    """What the user is told as the release ends."""
     warnings = list(notes) + backend.notes
     if backend.failures():
         warnings.append(
             f"{backend.failures()} empty or malformed model replies were replaced (see the card)"
         )
-    return ReleaseResult(out, card, synthetic, warnings)
+    return warnings
 
 
 def _check_useful(
