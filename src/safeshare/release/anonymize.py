@@ -39,7 +39,7 @@ from safeshare.anonymize.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan
 from safeshare.output_folder import check_output
-from safeshare.release.inputs import EngineInput, FrameInput, open_input
+from safeshare.release.inputs import EngineInput, FrameInput, ReleaseInput, open_input
 from safeshare.release.output import write_csv, write_release
 from safeshare.report.anonymization import render_anonymization_report
 from safeshare.report.card import card_header
@@ -92,23 +92,7 @@ def release_anonymized(
         source, None, dataset_name, engine=engine, memory_limit=memory_limit,
         spark_master=spark_master,
     ) as data:  # fmt: skip
-        anonymizer = Anonymizer(config)
-        steps = _scaled(report, 0.05, 0.75)
-        described = data.describe()
-        if isinstance(data, FrameInput):
-            result = anonymizer.fit(data.frame, progress=steps)
-            records: pd.DataFrame | Path = result.frame
-            first = result.frame
-        elif isinstance(data, EngineInput):
-            anonymizer.check_columns(data.source.names, len(data.source))
-            counts, weights = data.source.value_counts(anonymizer.counted_columns())
-            described["distinct_rows"] = len(weights)  # what its GROUP BY gave the search
-            plan = anonymizer.plan(counts, weights, data.source.names, progress=steps)
-            result = plan.result
-            report("writing", 0.85)
-            first, records = _write_chunks(plan, data, out.parent)
-        else:  # (open_input gives one of the two)
-            raise TypeError(f"unexpected input {type(data).__name__}")
+        result, first, records, described = _anonymized(data, Anonymizer(config), out, report)
         name, fingerprint = data.name, data.fingerprint
 
     report("writing", 0.9)
@@ -131,6 +115,27 @@ def release_anonymized(
             records.unlink(missing_ok=True)
     report("done", 1.0)
     return AnonymizedRelease(out, card, first, result, warnings)
+
+
+def _anonymized(
+    data: ReleaseInput, anonymizer: Anonymizer, out: Path, report: Progress
+) -> tuple[AnonymizationResult, pd.DataFrame, pd.DataFrame | Path, dict[str, Any]]:
+    """The search and the released records: in memory, or from an engine's counts a chunk at
+    a time into a file beside ``out``; the first records, and what the input was."""
+    steps = _scaled(report, 0.05, 0.75)
+    described = data.describe()
+    if isinstance(data, FrameInput):
+        result = anonymizer.fit(data.frame, progress=steps)
+        return result, result.frame, result.frame, described
+    if not isinstance(data, EngineInput):  # (open_input gives one of the two)
+        raise TypeError(f"unexpected input {type(data).__name__}")
+    anonymizer.check_columns(data.source.names, len(data.source))
+    counts, weights = data.source.value_counts(anonymizer.counted_columns())
+    described["distinct_rows"] = len(weights)  # what its GROUP BY gave the search
+    plan = anonymizer.plan(counts, weights, data.source.names, progress=steps)
+    report("writing", 0.85)
+    first, records = _write_chunks(plan, data, out.parent)
+    return plan.result, first, records, described
 
 
 def _write_chunks(

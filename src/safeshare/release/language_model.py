@@ -160,22 +160,16 @@ def train_language_model_release(
     source = read_texts(request.data, text_column, request.schema_path, user_column)
     rows = len(source.texts)
     randomness = Randomness(request.seed)
-    held_out_users = 0
-    if source.users is None:
-        check_sizes(rows, holdout_fraction, settings)
-        units = rows
-    else:  # every check, on the split too, before any budget is spent
-        units = group_users(source.users, max_records_per_user, np.random.default_rng(0)).users
-        held_out_users = check_sizes(rows, holdout_fraction, settings, users=units)
-        split = split_by_user(source.users, holdout_fraction, randomness.generator())
-        # the training users alone must still group (e.g. not one text each)
-        group_users(source.users[split[0]], max_records_per_user, np.random.default_rng(0))
+    units, held_out_users, split = _checked_units(
+        source, holdout_fraction, settings, max_records_per_user, randomness
+    )
     budget = request.budget(units)
     bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd language model")
     with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
-        if source.users is None:
+        if split is None:
             split = train_holdout_split(rows, holdout_fraction, randomness.generator())
         train_rows, holdout_rows = split
+        held_out = _HeldOut(holdout_rows, holdout_fraction, user_column, held_out_users, units)
         model = train_language_model(
             [source.texts[i] for i in train_rows],
             epsilon=budget.epsilon,
@@ -189,20 +183,9 @@ def train_language_model_release(
             max_records_per_user=max_records_per_user,
             device=device,
         )
-        card = _card(
-            model.card,
-            source,
-            budget,
-            len(holdout_rows),
-            holdout_fraction,
-            request.seed,
-            settings.accountant,
-        )
+        card = _card(model.card, source, budget, held_out, request.seed, settings.accountant)
         card["ledger"] = payment.summary()
-        holdout = _holdout_file(source, text_column, holdout_rows)
-        if source.users is not None:
-            holdout.update(_user_holdout(user_column, held_out_users))
-            card["holdout"].update(_user_holdout(user_column, held_out_users, units))
+        holdout = _holdout_file(source, text_column, held_out)
         model = LanguageModel(model.module, model.settings, card)
         report("writing", 1.0)
         model.save(
@@ -211,16 +194,52 @@ def train_language_model_release(
     return model
 
 
-def _holdout_file(source: TextInput, text_column: str, holdout_rows: Any) -> dict[str, Any]:
+def _checked_units(
+    source: TextInput,
+    holdout_fraction: float,
+    settings: LanguageModelSettings,
+    max_records_per_user: int,
+    randomness: Randomness,
+) -> tuple[int, int, tuple[Any, Any] | None]:
+    """The privacy units (texts or users), the users held out and, per user, the split:
+    every check, on the split too, before any budget is spent."""
+    rows = len(source.texts)
+    if source.users is None:
+        check_sizes(rows, holdout_fraction, settings)
+        return rows, 0, None
+    units = group_users(source.users, max_records_per_user, np.random.default_rng(0)).users
+    held_out_users = check_sizes(rows, holdout_fraction, settings, users=units)
+    split = split_by_user(source.users, holdout_fraction, randomness.generator())
+    # the training users alone must still group (e.g. not one text each)
+    group_users(source.users[split[0]], max_records_per_user, np.random.default_rng(0))
+    return units, held_out_users, split
+
+
+@dataclass(frozen=True)
+class _HeldOut:
+    """The texts held out of training for audits: their rows, the share asked, and with a
+    user column how many of the ``users`` were held out whole."""
+
+    rows: Any
+    fraction: float
+    user_column: str | None
+    users_held_out: int
+    users: int
+
+
+def _holdout_file(source: TextInput, text_column: str, held_out: _HeldOut) -> dict[str, Any]:
     """What ``holdout.json`` says: the held-out row positions (never a text) and the input."""
-    return {
+    written = {
         "what": "0-based positions of the data rows (header excluded) held out of training: "
         "positions only, never text",
-        "rows": sorted(int(r) for r in holdout_rows),
+        "rows": sorted(int(r) for r in held_out.rows),
         "rows_total": len(source.texts),
         "text_column": text_column,
         "input_sha256": source.fingerprint,
     }
+    if source.users is not None:
+        written.update(_user_holdout(held_out.user_column, held_out.users_held_out))
+    return written
 
 
 def split_by_user(
@@ -256,22 +275,15 @@ def _card(
     card: dict[str, Any],
     source: TextInput,
     budget: PrivacyBudget,
-    held_out: int,
-    fraction: float,
+    held: _HeldOut,
     seed: int | None,
     accounting: str,
 ) -> dict[str, Any]:
+    """The language model's card under the header every card has."""
     epsilon, delta, rows = budget.epsilon, budget.delta, len(source.texts)
+    held_out = len(held.rows)
     privacy = card["privacy"]
-    unit = "every text (one text is one record)"
-    public = ["the number of texts (rows) and of training texts"]
-    not_dp = ["the number of texts is exact"]
-    if str(privacy.get("privacy_unit", "")).startswith("user"):
-        unit = f"every {privacy['privacy_unit']}: all their texts"
-        public.append("the number of users")
-        not_dp.append(
-            "the number of users and the texts dropped by --max-records-per-user are exact"
-        )
+    unit, public, not_dp = _privacy_unit(privacy)
     guarantee = f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for {unit}" + (
         "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
     )
@@ -297,18 +309,34 @@ def _card(
         "holdout": {
             "texts": held_out,
             "training_texts": rows - held_out,
-            "fraction": fraction,
+            "fraction": held.fraction,
             "file": HOLDOUT_FILE,
             "chosen": "uniformly at random, independently of the texts ("
             + ("seeded" if seed is not None else "OS randomness")
             + "): no budget spent",
             "note": f"{HOLDOUT_FILE} tells which rows of the input were not trained on; keep it "
             "with the data owner if the model is shared",
+            **(
+                _user_holdout(held.user_column, held.users_held_out, held.users)
+                if source.users is not None
+                else {}
+            ),
         },
         "public": [*public, "the byte vocabulary and the network's shape"],
         "not_dp": not_dp,
         "notes": [],
     }
+
+
+def _privacy_unit(privacy: dict[str, Any]) -> tuple[str, list[str], list[str]]:
+    """Who the guarantee protects, what is public, and what was counted without DP."""
+    public = ["the number of texts (rows) and of training texts"]
+    not_dp = ["the number of texts is exact"]
+    if not str(privacy.get("privacy_unit", "")).startswith("user"):
+        return "every text (one text is one record)", public, not_dp
+    public.append("the number of users")
+    not_dp.append("the number of users and the texts dropped by --max-records-per-user are exact")
+    return f"every {privacy['privacy_unit']}: all their texts", public, not_dp
 
 
 def is_language_model(folder: Path) -> bool:

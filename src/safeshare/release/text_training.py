@@ -111,25 +111,19 @@ def train_text_release(
     check_target(source, target)
     ids, units = None, len(source.frame)
     if user_column is not None:  # checked before any budget is spent
-        ids = user_ids(table, user_column, target, text_column, unsafe_infer)
-        units = group_users(ids, max_records_per_user, np.random.default_rng(0)).users
-        if settings.clipping != TextSettings.clipping:
-            raise InputError(
-                f"--clipping {settings.clipping!r} clips per record; with --user-column the "
-                "gradient is clipped per user (its own method): leave --clipping out"
-            )
-        check_user_batch(settings.batch_size, units)
+        ids, units = _user_units(
+            table, target, text_column, settings, user_column, max_records_per_user, unsafe_infer
+        )
     budget = request.budget(units)
     bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd text")
     with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
         prepared = prepare_table(
             source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
         )
-        column = prepared.table.domain[target]
         model = train_text(
             texts,
             prepared.table.column(target),
-            column.labels(),
+            prepared.table.domain[target].labels(),
             epsilon=budget.epsilon - prepared.discovery_epsilon,
             delta=budget.delta - prepared.discovery_delta,
             settings=settings,
@@ -148,6 +142,28 @@ def train_text_release(
         report("writing", 1.0)
         model.save(request.out, force=request.force)
     return model
+
+
+def _user_units(
+    table: Any,
+    target: str,
+    text_column: str,
+    settings: TextSettings,
+    user_column: str,
+    max_records_per_user: int,
+    unsafe_infer: bool,
+) -> tuple[Any, int]:
+    """Each record's user and the number of users (the privacy unit), checked before the
+    spend: clipping is per user, and the batch must fit the users."""
+    ids = user_ids(table, user_column, target, text_column, unsafe_infer)
+    units = group_users(ids, max_records_per_user, np.random.default_rng(0)).users
+    if settings.clipping != TextSettings.clipping:
+        raise InputError(
+            f"--clipping {settings.clipping!r} clips per record; with --user-column the "
+            "gradient is clipped per user (its own method): leave --clipping out"
+        )
+    check_user_batch(settings.batch_size, units)
+    return ids, units
 
 
 def _card(

@@ -250,56 +250,21 @@ def training_card(
     """The model's card under the header every card has (:func:`card_header`), plus where
     every column's domain came from and the whole budget, composed under ``accounting``."""
     privacy = model_card["privacy"]
-    source = domain_source(prepared.decisions)
-    columns = {
-        d.name: {
-            "kind": str(d.kind),
-            "role": str(d.role),
-            "source": str(d.source),
-            "dropped": not d.modelled,
-            **({"codes": prepared.table.domain[d.name].size} if d.modelled else {}),
-            **({"reason": d.reason} if d.reason else {}),
-            **({"kind_inferred": True} if d.kind_guessed else {}),
-        }
-        for d in prepared.decisions
-    }
     total_delta = prepared.discovery_delta + privacy["delta"]
     total_epsilon, composition = _composed(prepared, privacy, total_delta, accounting)
-    unsafe = any(d.source is Source.NOT_DP for d in prepared.decisions)
-    guarantee = (
-        "none: the domain was read from the private data without DP (--unsafe-infer)"
-        if unsafe
-        else f"({total_epsilon:.4g}, {total_delta:.3g})-DP for every training record"
-        + ("" if privacy["secure_noise"] else ", for anyone who does not know the seed")
-    )
     user_level = str(privacy.get("privacy_unit", "record")).startswith("user")
-    if user_level:
-        guarantee = guarantee.replace("for every training record", "for every user")
-    public = ["the number of training records", "the column names"]
-    if any(d.source is Source.SCHEMA for d in prepared.decisions):
-        public.append("the domains of the columns whose source is 'schema'")
-    not_dp = ["the number of training records is exact"]
-    if user_level:
-        public.append("the number of users")
-        not_dp.append(
-            "the number of users and the records dropped by --max-records-per-user are exact"
-        )
-    if any(d.kind_guessed for d in prepared.decisions):
-        not_dp.append("column kinds and identifier detection read the private data (not DP)")
-    if unsafe:
-        not_dp.append("--unsafe-infer: categories and bounds were read without noise")
-    dpsgd = {**privacy, "public": "see 'public' and each column's 'source'"}
     header = card_header(
         method,
-        guarantee,
+        _guarantee(prepared, privacy, total_epsilon, total_delta, user_level),
         budget=PrivacyBudget(epsilon, total_delta),
         secure_noise=privacy.get("secure_noise"),
         source={"name": prepared.name, "sha256": prepared.fingerprint},
     )
+    public, not_dp = _disclosed(prepared, user_level)
     return {
         **header,
         **model_card,
-        "privacy": dpsgd,
+        "privacy": {**privacy, "public": "see 'public' and each column's 'source'"},
         "budget": {
             "epsilon": epsilon,
             "epsilon_spent": total_epsilon,
@@ -314,12 +279,55 @@ def training_card(
                 {"step": "dp-sgd", "epsilon": privacy["epsilon"], "delta": privacy["delta"]},
             ],
         },
-        "domain_source": source,
-        "columns": columns,
+        "domain_source": domain_source(prepared.decisions),
+        "columns": {d.name: _column_entry(d, prepared) for d in prepared.decisions},
         "public": public,
         "not_dp": not_dp,
         "notes": prepared.notes,
     }
+
+
+def _column_entry(decision: ColumnDecision, prepared: Prepared) -> dict[str, Any]:
+    """Where one column's domain came from, and its size in codes where it is modelled."""
+    d = decision
+    return {
+        "kind": str(d.kind),
+        "role": str(d.role),
+        "source": str(d.source),
+        "dropped": not d.modelled,
+        **({"codes": prepared.table.domain[d.name].size} if d.modelled else {}),
+        **({"reason": d.reason} if d.reason else {}),
+        **({"kind_inferred": True} if d.kind_guessed else {}),
+    }
+
+
+def _guarantee(
+    prepared: Prepared, privacy: dict[str, Any], epsilon: float, delta: float, user_level: bool
+) -> str:
+    """The card's guarantee line: none where the domain was read without DP."""
+    if any(d.source is Source.NOT_DP for d in prepared.decisions):
+        return "none: the domain was read from the private data without DP (--unsafe-infer)"
+    unit = "every user" if user_level else "every training record"
+    seeded = "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
+    return f"({epsilon:.4g}, {delta:.3g})-DP for {unit}{seeded}"
+
+
+def _disclosed(prepared: Prepared, user_level: bool) -> tuple[list[str], list[str]]:
+    """What the card lists as public, and what was read from the private data without DP."""
+    public = ["the number of training records", "the column names"]
+    if any(d.source is Source.SCHEMA for d in prepared.decisions):
+        public.append("the domains of the columns whose source is 'schema'")
+    not_dp = ["the number of training records is exact"]
+    if user_level:
+        public.append("the number of users")
+        not_dp.append(
+            "the number of users and the records dropped by --max-records-per-user are exact"
+        )
+    if any(d.kind_guessed for d in prepared.decisions):
+        not_dp.append("column kinds and identifier detection read the private data (not DP)")
+    if any(d.source is Source.NOT_DP for d in prepared.decisions):
+        not_dp.append("--unsafe-infer: categories and bounds were read without noise")
+    return public, not_dp
 
 
 def _composed(
