@@ -112,7 +112,6 @@ def memorization(
         sample = release.take(np.sort(rng.choice(len(release), size=max_release, replace=False)))
     to_train = nearest_distances(sample, reference)
     to_holdout = nearest_distances(sample, unseen)
-    closer = float(np.sum(to_train < to_holdout) + 0.5 * np.sum(to_train == to_holdout))
     copies_train = int(np.sum(to_train == 0))
     copies_holdout = int(np.sum(to_holdout == 0))
     k = int(np.clip(round(OUTLIER_SHARE * n), min(20, n), 500))
@@ -121,13 +120,19 @@ def memorization(
     in_release_train = int(np.sum(nearest_distances(rare_train, release) == 0))
     in_release_holdout = int(np.sum(nearest_distances(rare_holdout, release) == 0))
     return MemorizationResult(
-        Proportion.of(closer, len(sample)),
+        dcr_share(to_train, to_holdout),
         Proportion.of(copies_train, len(sample)),
         Proportion.of(copies_holdout, len(sample)),
         Proportion.of(in_release_train, k),
         Proportion.of(in_release_holdout, k),
         {"train": to_train, "holdout": to_holdout},
     )
+
+
+def dcr_share(to_train: np.ndarray, to_holdout: np.ndarray) -> Proportion:
+    """The share of records closer to train than to holdout (a tie counts half)."""
+    closer = float(np.sum(to_train < to_holdout) + 0.5 * np.sum(to_train == to_holdout))
+    return Proportion.of(closer, len(to_train))
 
 
 def rarity(table: Table, model: Table, engine: CountingEngine) -> np.ndarray:

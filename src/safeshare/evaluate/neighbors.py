@@ -54,12 +54,12 @@ def unit_of(columns: Sequence[Column]) -> int:
 def term_table(column: Column, unit: int) -> np.ndarray:
     """``table[a, b]``: the distance between codes a and b of ``column``, in integer units."""
     codes = np.arange(column.size)
-    differ = codes[:, None] != codes[None, :]
+    differ: np.ndarray = codes[:, None] != codes[None, :]
     if column.kind is Kind.CATEGORICAL or column.n_values < 2:
         return (differ * unit).astype(np.int64)
     scale = column.n_values - 1
     ranks = np.abs(codes[:, None] - codes[None, :]) * unit / scale
-    table = np.rint(np.minimum(ranks, unit)).astype(np.int64)
+    table: np.ndarray = np.rint(np.minimum(ranks, unit)).astype(np.int64)
     special = codes >= column.n_values
     table[special, :] = differ[special, :] * unit
     table[:, special] = differ[:, special] * unit
@@ -261,7 +261,7 @@ def nearest_distances(queries: Table, reference: Table) -> np.ndarray:
     out = np.zeros(len(queries), dtype=np.float32)
     if len(queries) == 0:
         return out
-    query_keys, ref_keys = _row_keys(queries), _row_keys(reference)
+    query_keys, ref_keys = row_keys(queries), row_keys(reference)
     copied = np.isin(query_keys, ref_keys)
     rest = np.flatnonzero(~copied)
     if rest.size == 0:
@@ -289,6 +289,7 @@ def nearest_neighbors(
     return GowerIndex(reference, columns).kneighbors(queries, k, rng)
 
 
-def _row_keys(table: Table) -> np.ndarray:
+def row_keys(table: Table) -> np.ndarray:
+    """One hashable key per row (its codes as bytes): equal rows have equal keys."""
     matrix = np.ascontiguousarray(table.matrix())
     return matrix.view(np.dtype((np.void, matrix.dtype.itemsize * matrix.shape[1]))).ravel()

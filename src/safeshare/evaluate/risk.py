@@ -4,7 +4,8 @@ Both compare the release with the training records *and* with holdout records th
 generator never saw, of the same number: a generator that generalises is as close
 to unseen people as to the ones it trained on.  Distances between coded records
 are Gower-style: per column 0/1 for a categorical mismatch, the rank distance
-(scaled to [0, 1]) for ordered columns, then averaged over columns.
+(scaled to [0, 1]) for ordered columns, then averaged over columns (one search,
+:func:`safeshare.evaluate.neighbors.nearest_distances`, serves every measure).
 
 >>> import numpy as np
 >>> from safeshare.data import Column, Domain, Kind, Table
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from safeshare.data.domain import Kind
 from safeshare.data.table import Table
+from safeshare.evaluate.memorization import MemorizationResult, dcr_share
+from safeshare.evaluate.neighbors import nearest_distances, row_keys
 from safeshare.evaluate.results import Proportion, RiskResult, dcr_verdict
 
 MAX_RELEASE_SAMPLE = 2000
-_CHUNK_CELLS = 4_000_000
 
 
 def memorization_risk(
@@ -54,11 +55,21 @@ def memorization_risk(
         sample = release.take(rng.choice(len(release), size=max_release_sample, replace=False))
     to_train = nearest_distances(sample, reference)
     to_holdout = nearest_distances(sample, holdout)
-    closer = float(np.sum(to_train < to_holdout) + 0.5 * np.sum(to_train == to_holdout))
-    share = Proportion.of(closer, len(sample))
+    share = dcr_share(to_train, to_holdout)
     readings = _readings(copies_train, copies_holdout, share)
     distances = {"train": to_train, "holdout": to_holdout}
     return RiskResult(copies_train, copies_holdout, share, readings, distances)
+
+
+def risk_from_memorization(memorized: MemorizationResult) -> RiskResult:
+    """The same measures read off :func:`~safeshare.evaluate.memorization.memorization`'s result.
+
+    A release that runs the full evaluation takes its risk from there: one distance search.
+    """
+    train, holdout = memorized.copies_of_train, memorized.copies_of_holdout
+    share = memorized.closer_to_train
+    readings = _readings(train, holdout, share)
+    return RiskResult(train, holdout, share, readings, dict(memorized.distances))
 
 
 def _readings(train: Proportion, holdout: Proportion, closer: Proportion) -> list[str]:
@@ -77,54 +88,4 @@ def _readings(train: Proportion, holdout: Proportion, closer: Proportion) -> lis
 
 def _copies(release: Table, reference: Table) -> int:
     """How many released rows equal some reference row on every column."""
-    left, right = _row_keys(release), _row_keys(reference)
-    return int(np.isin(left, right).sum())
-
-
-def _row_keys(table: Table) -> np.ndarray:
-    matrix = np.ascontiguousarray(table.matrix())
-    return matrix.view(np.dtype((np.void, matrix.dtype.itemsize * matrix.shape[1]))).ravel()
-
-
-def nearest_distances(queries: Table, reference: Table) -> np.ndarray:
-    """For each query row, the Gower distance to its closest reference row."""
-    positions_q, positions_r, ordered = (
-        _positions(queries),
-        _positions(reference),
-        _ordered(queries),
-    )
-    n_ref = len(reference)
-    chunk = max(1, _CHUNK_CELLS // max(n_ref, 1))
-    best = np.empty(len(queries), dtype=np.float32)
-    for start in range(0, len(queries), chunk):
-        stop = min(start + chunk, len(queries))
-        distance = np.zeros((stop - start, n_ref), dtype=np.float32)
-        for j, is_ordered in enumerate(ordered):
-            q = positions_q[start:stop, j][:, None]
-            r = positions_r[:, j][None, :]
-            if is_ordered:
-                distance += np.minimum(np.abs(q - r), 1.0)
-            else:
-                distance += q != r
-        best[start:stop] = distance.min(axis=1) / max(len(ordered), 1)
-    return best
-
-
-def _ordered(table: Table) -> list[bool]:
-    return [c.kind is not Kind.CATEGORICAL for c in table.domain]
-
-
-def _positions(table: Table) -> np.ndarray:
-    """Per column: rank scaled to [0, 1] for ordered values; special codes far away."""
-    out = np.empty((len(table), len(table.columns)), dtype=np.float32)
-    for j, column in enumerate(table.domain):
-        codes = table.column(column.name).astype(np.float32)
-        if column.kind is Kind.CATEGORICAL:
-            out[:, j] = codes
-            continue
-        scale = max(column.n_values - 1, 1)
-        positions = codes / scale
-        special = codes >= column.n_values  # other / missing: distance 1 from any value
-        positions[special] = 10.0 + codes[special]
-        out[:, j] = positions
-    return out
+    return int(np.isin(row_keys(release), row_keys(reference)).sum())

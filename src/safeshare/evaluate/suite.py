@@ -31,13 +31,23 @@ def evaluate_release(
     engine: CountingEngine | None = None,
 ) -> tuple[UtilityResult, RiskResult]:
     """Utility (k-way marginal TVD) and memorization risk of ``release``."""
-    vs_train = marginal_tvd(release, train, engine=engine, rng=rng)
-    if holdout is not None and len(holdout):
-        utility = UtilityResult(
-            vs_train,
-            marginal_tvd(release, holdout, engine=engine, rng=rng),
-            marginal_tvd(train, holdout, engine=engine, rng=rng),
-        )
-    else:
-        utility = UtilityResult(vs_train)
+    utility = release_utility(release, train, holdout, rng, engine)
     return utility, memorization_risk(release, train, holdout, rng)
+
+
+def release_utility(
+    release: Table,
+    train: Table,
+    holdout: Table | None,
+    rng: np.random.Generator,
+    engine: CountingEngine | None = None,
+) -> UtilityResult:
+    """The k-way marginal TVD of ``release`` to train and holdout, and train's to holdout."""
+    vs_train = marginal_tvd(release, train, engine=engine, rng=rng)
+    if holdout is None or not len(holdout):
+        return UtilityResult(vs_train)
+    return UtilityResult(
+        vs_train,
+        marginal_tvd(release, holdout, engine=engine, rng=rng),
+        marginal_tvd(train, holdout, engine=engine, rng=rng),
+    )

@@ -47,9 +47,10 @@ from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Spellings, Target, p
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
-from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
 from safeshare.evaluate.neutral import value_utility
+from safeshare.evaluate.risk import memorization_risk, risk_from_memorization
+from safeshare.evaluate.suite import release_utility
 from safeshare.output_folder import check_output
 from safeshare.release.inputs import EVALUATION_ROWS, Parts, ReleaseInput, open_input
 from safeshare.release.job import Bill, Payment, paid
@@ -329,10 +330,15 @@ def _evaluated(
         synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
     accountant = Accountant([*plan.discovery.events, *synthesizer.privacy_spent()])
     epsilon_spent = accountant.check_within(settings.budget)
-    code_utility, risk = evaluate_release(synthetic, train, holdout, rng)
+    code_utility = release_utility(synthetic, train, holdout, rng)
     written = sampled.first_frame.iloc[: len(synthetic)]
     utility = value_utility(written, parts.train_values, parts.holdout_values, rng)
     assessment = _attack(synthetic, train, holdout, rng)
+    risk = (  # the suite's memorization measures, when it ran: one distance search
+        memorization_risk(synthetic, train, holdout, rng)
+        if assessment is None
+        else risk_from_memorization(assessment.memorization)
+    )
     card = card_module.build_card(
         method=settings.method,
         budget=settings.budget,
