@@ -38,12 +38,12 @@ sizes = json.load(open(folder + "/adult-domain.json"))
 frame = pd.read_csv(folder + "/adult.csv")
 table = Table({n: frame[n].to_numpy() for n in sizes}, Domain.from_sizes(sizes))
 target = "income>50K"
-train_tabular_nonprivate(table.take(np.arange(2000)), target, epochs=1, batch_size=batch, rng=0)
+train_tabular_nonprivate(table.take(np.arange(2000)), target, epochs=1, batch_size=batch, seed=0)
 start, cpu = time.perf_counter(), time.process_time()
 if mode == "nondp":
-    train_tabular_nonprivate(table, target, epochs=epochs, batch_size=batch, rng=0)
+    train_tabular_nonprivate(table, target, epochs=epochs, batch_size=batch, seed=0)
 else:
-    train_tabular(table, target, epsilon=1.0, epochs=epochs, batch_size=batch, rng=0,
+    train_tabular(table, target, epsilon=1.0, epochs=epochs, batch_size=batch, seed=0,
                   clipping=mode, accountant="rdp")
 print(json.dumps({"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}))
 """

@@ -44,7 +44,7 @@ def main() -> None:
         )
         start = time.process_time()
         model = train_language_model(
-            members + canaries.training_texts(), epsilon=epsilon, settings=settings, rng=1
+            members + canaries.training_texts(), epsilon=epsilon, settings=settings, seed=1
         )
         seconds = time.process_time() - start
         extraction = extraction_rates(model, members, held_out, prefix=16, suffix=16)

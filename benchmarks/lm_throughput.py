@@ -57,7 +57,7 @@ def settings(run_steps):
         epochs=run_steps * batch / len(texts), batch_size=batch, accountant="rdp")
 
 def ours(run_steps, epsilon):
-    train_language_model(texts, epsilon=epsilon, settings=settings(run_steps), rng=0,
+    train_language_model(texts, epsilon=epsilon, settings=settings(run_steps), seed=0,
                          device=place)
 
 def opacus(run_steps):

@@ -64,7 +64,7 @@ def main() -> None:
             ["ham", "spam"],
             epsilon=epsilon,
             settings=settings,
-            rng=0,
+            seed=0,
         )
         accuracy = model.accuracy(test["text"].tolist(), truth)
         label = "without DP" if epsilon is None else f"epsilon={epsilon:g}"

@@ -96,10 +96,10 @@ def test_a_memorizing_model_audits_far_above_a_dp_one(adult_2000):
     """The issue's goal, on 2,000 Adult records with 500 random-label canaries."""
 
     def memorize(table: Table):
-        return train_tabular_nonprivate(table, TARGET, epochs=100, batch_size=128, rng=0)
+        return train_tabular_nonprivate(table, TARGET, epochs=100, batch_size=128, seed=0)
 
     def dp(table: Table):
-        return train_tabular(table, TARGET, epsilon=1.0, epochs=3, batch_size=100, rng=0,
+        return train_tabular(table, TARGET, epsilon=1.0, epochs=3, batch_size=100, seed=0,
                              accountant="rdp")  # fmt: skip
 
     leaky = audit_training(adult_2000, TARGET, memorize, canaries=500, rng=np.random.default_rng(1))
@@ -124,7 +124,7 @@ def test_dp_audits_stay_below_the_claim_across_seeds(adult_2000, seed):
     """The bound of a DP procedure stays below its epsilon (here with 1,000 canaries)."""
 
     def dp(table: Table):
-        return train_tabular(table, TARGET, epsilon=1.0, epochs=5, batch_size=50, rng=seed)
+        return train_tabular(table, TARGET, epsilon=1.0, epochs=5, batch_size=50, seed=seed)
 
     audit = audit_training(adult_2000, TARGET, dp, canaries=1000, rng=np.random.default_rng(seed))
     assert audit.claimed_epsilon is not None

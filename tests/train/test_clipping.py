@@ -185,7 +185,7 @@ def test_tabular_training_says_linear_ghost_and_seeds_reproduce():
 
     x = np.random.default_rng(0).integers(0, 4, 1000)
     table = Table({"x": x, "y": (x >= 2).astype(int)}, Domain.from_sizes({"x": 4, "y": 2}))
-    args = {"epsilon": 2.0, "epochs": 2, "batch_size": 100, "rng": 3, "accountant": "rdp"}
+    args = {"epsilon": 2.0, "epochs": 2, "batch_size": 100, "seed": 3, "accountant": "rdp"}
     first, again = train_tabular(table, "y", **args), train_tabular(table, "y", **args)
     assert (
         first.card["privacy"]["clipping"]

@@ -41,7 +41,7 @@ def test_cuda_without_a_gpu_is_refused_saying_what_to_do():
     with pytest.raises(InputError, match="sees no CUDA GPU; train with --device cpu"):
         resolve_device("cuda")
     with pytest.raises(InputError, match="sees no CUDA GPU"):
-        train_tabular(small_table(), "y", epsilon=1.0, rng=0, device="cuda:0")
+        train_tabular(small_table(), "y", epsilon=1.0, seed=0, device="cuda:0")
 
 
 def test_the_cpu_noise_generator_is_the_runs_own():
@@ -53,20 +53,22 @@ def test_the_cpu_noise_generator_is_the_runs_own():
 @no_cuda
 def test_auto_on_a_cpu_machine_is_the_cpu_run_bit_for_bit():
     table = small_table()
-    kwargs = {"epsilon": 2.0, "epochs": 2, "batch_size": 100, "rng": 3, "accountant": "rdp"}
+    kwargs = {"epsilon": 2.0, "epochs": 2, "batch_size": 100, "seed": 3, "accountant": "rdp"}
     auto = train_tabular(table, "y", **kwargs)
     cpu = train_tabular(table, "y", device="cpu", **kwargs)
     for a, b in zip(auto.module.parameters(), cpu.module.parameters(), strict=True):
         assert torch.equal(a, b)
     assert auto.card["training"]["device"] == "cpu"
-    assert train_tabular_nonprivate(table, "y", epochs=1, rng=0).card["training"]["device"] == "cpu"
+    assert (
+        train_tabular_nonprivate(table, "y", epochs=1, seed=0).card["training"]["device"] == "cpu"
+    )
 
 
 @needs_cuda
 @pytest.mark.parametrize("clipping", ["linear-ghost", "ghost", "hooks"])
 def test_a_cuda_run_trains_reproducibly_and_hands_the_model_back_on_the_cpu(clipping):
     table = small_table()
-    kwargs = {"epsilon": 4.0, "epochs": 8, "batch_size": 100, "rng": 0, "accountant": "rdp"}
+    kwargs = {"epsilon": 4.0, "epochs": 8, "batch_size": 100, "seed": 0, "accountant": "rdp"}
     first = train_tabular(table, "y", device="cuda", clipping=clipping, **kwargs)
     again = train_tabular(table, "y", device="cuda", clipping=clipping, **kwargs)
     assert first.card["training"]["device"].startswith("cuda:0 (")

@@ -55,7 +55,7 @@ def memorizer() -> tuple[LanguageModel, list[str], list[str], object]:
     canaries = make_digit_canaries(4, 4, digits=4, rng=np.random.default_rng(0))
     settings = LanguageModelSettings(**{**SMALL.__dict__, "epochs": 200.0})
     model = train_language_model(
-        texts[:16] + canaries.training_texts(), epsilon=None, settings=settings, rng=0
+        texts[:16] + canaries.training_texts(), epsilon=None, settings=settings, seed=0
     )
     return model, texts[:16], texts[100:140], canaries
 
@@ -112,7 +112,7 @@ def test_dp_at_small_epsilon_does_not_memorize_canaries(tmp_path: Path) -> None:
     canaries = make_digit_canaries(6, 6, digits=4, rng=np.random.default_rng(3))
     settings = LanguageModelSettings(**{**SMALL.__dict__, "epochs": 1.0, "batch_size": 40})
     model = train_language_model(
-        texts[:300] + canaries.training_texts(), epsilon=1.0, settings=settings, rng=0
+        texts[:300] + canaries.training_texts(), epsilon=1.0, settings=settings, seed=0
     )
     privacy = model.card["privacy"]
     assert privacy["epsilon"] <= 1.0 and privacy["sampling"] == "poisson"

@@ -74,12 +74,12 @@ def test_lira_beats_chance_on_an_overfit_mlp_and_not_on_a_dp_one() -> None:
 
     def overfit(data: Table):
         return train_tabular_nonprivate(
-            data, TARGET, epochs=60, batch_size=50, rng=int(seeds.integers(2**31))
+            data, TARGET, epochs=60, batch_size=50, seed=int(seeds.integers(2**31))
         )
 
     def private(data: Table):
         return train_tabular(data, TARGET, epsilon=0.5, epochs=10, batch_size=50,
-                             rng=int(seeds.integers(2**31)), accountant="rdp")  # fmt: skip
+                             seed=int(seeds.integers(2**31)), accountant="rdp")  # fmt: skip
 
     leaky = lira_audit(table, TARGET, overfit, shadows=4, rng=np.random.default_rng(2))
     assert leaky.membership.auc > 0.6
@@ -109,12 +109,12 @@ def test_lira_with_8_shadows_on_4000_adult_records() -> None:
 
     def overfit(data: Table):
         return train_tabular_nonprivate(
-            data, TARGET, epochs=100, batch_size=100, rng=int(seeds.integers(2**31))
+            data, TARGET, epochs=100, batch_size=100, seed=int(seeds.integers(2**31))
         )
 
     def private(data: Table):
         return train_tabular(data, TARGET, epsilon=1.0, epochs=10, batch_size=100,
-                             rng=int(seeds.integers(2**31)), accountant="rdp")  # fmt: skip
+                             seed=int(seeds.integers(2**31)), accountant="rdp")  # fmt: skip
 
     results = {}
     for name, procedure in (("overfit", overfit), ("dp", private)):
@@ -172,7 +172,7 @@ def test_both_variants_from_one_run_equal_the_single_runs() -> None:
     table = adult(400)
 
     def procedure(data: Table):  # deterministic: the same half trains the same model
-        return train_tabular_nonprivate(data, TARGET, epochs=5, batch_size=50, rng=0)
+        return train_tabular_nonprivate(data, TARGET, epochs=5, batch_size=50, seed=0)
 
     online, offline = lira_audit_both(table, TARGET, procedure, shadows=4,
                                       rng=np.random.default_rng(5))  # fmt: skip

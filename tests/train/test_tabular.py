@@ -43,7 +43,7 @@ def test_one_hot_follows_the_domain():
 def test_card_epsilon_is_exact_and_within_budget():
     table = small_table()
     # lr 1e-2: 30 seeds of 30 reach accuracy 1.0 in these 60 steps (at 2e-3 one in six stalls)
-    model = train_tabular(table, "y", epsilon=1.0, delta=1e-5, epochs=3, batch_size=100, rng=1,
+    model = train_tabular(table, "y", epsilon=1.0, delta=1e-5, epochs=3, batch_size=100, seed=1,
                           learning_rate=1e-2)  # fmt: skip
     privacy = model.card["privacy"]
     assert privacy["privacy_unit"] == "record" and privacy["sampling"] == "poisson"
@@ -57,7 +57,7 @@ def test_card_epsilon_is_exact_and_within_budget():
 
 def test_per_sample_hooks_work_too_and_seeds_reproduce():
     table = small_table()
-    args = {"epsilon": 2.0, "epochs": 2, "batch_size": 200, "rng": 5, "accountant": "rdp"}
+    args = {"epsilon": 2.0, "epochs": 2, "batch_size": 200, "seed": 5, "accountant": "rdp"}
     first = train_tabular(table, "y", clipping="hooks", **args)
     again = train_tabular(table, "y", clipping="hooks", **args)
     assert "hooks" in first.card["privacy"]["clipping"]
@@ -75,7 +75,7 @@ def test_unseeded_runs_differ_and_say_where_the_noise_comes_from():
 
 def test_shuffled_fixed_batches_are_refused():
     with pytest.raises(BudgetError, match="not Poisson"):
-        train_tabular(small_table(), "y", epsilon=1.0, sampling="shuffle", rng=0)
+        train_tabular(small_table(), "y", epsilon=1.0, sampling="shuffle", seed=0)
     from torch.utils.data import DataLoader, TensorDataset
 
     shuffled = DataLoader(TensorDataset(torch.zeros(10, 2)), batch_size=2, shuffle=True)
@@ -94,7 +94,7 @@ def test_single_class_target_is_refused_without_quoting_values():
     table = Table({"x": rng.integers(0, 4, 100), "y": np.zeros(100, dtype=int)},
                   Domain.from_sizes({"x": 4, "y": 2}))  # fmt: skip
     with pytest.raises(InputError, match="single class"):
-        train_tabular(table, "y", epsilon=1.0, batch_size=10, rng=0)
+        train_tabular(table, "y", epsilon=1.0, batch_size=10, seed=0)
 
 
 @pytest.mark.parametrize(
@@ -105,13 +105,13 @@ def test_single_class_target_is_refused_without_quoting_values():
 )  # fmt: skip
 def test_bad_settings_are_named(kwargs, message):
     with pytest.raises(InputError, match=message):
-        train_tabular(small_table(), "y", epsilon=1.0, rng=0, **kwargs)
+        train_tabular(small_table(), "y", epsilon=1.0, seed=0, **kwargs)
 
 
 def test_save_writes_weights_and_card_atomically(tmp_path):
     safetensors = pytest.importorskip("safetensors.torch")
     table = small_table()
-    model = train_tabular(table, "y", epsilon=1.0, epochs=1, batch_size=200, rng=2,
+    model = train_tabular(table, "y", epsilon=1.0, epochs=1, batch_size=200, seed=2,
                           accountant="rdp")  # fmt: skip
     out = model.save(tmp_path / "model")
     assert sorted(p.name for p in out.iterdir()) == [
@@ -143,6 +143,6 @@ def test_adult_at_epsilon_one_reaches_the_goal_accuracy(seed):
     table = Table({n: frame[n].to_numpy() for n in sizes}, Domain.from_sizes(sizes))
     train, holdout = train_holdout_split(len(table), 0.2, np.random.default_rng(seed))
     model = train_tabular(table.take(train), "income>50K", epsilon=1.0, epochs=5,
-                          batch_size=512, rng=seed)  # fmt: skip
+                          batch_size=512, seed=seed)  # fmt: skip
     assert model.card["privacy"]["epsilon"] <= 1.0
     assert model.accuracy(table.take(holdout)) >= 0.82

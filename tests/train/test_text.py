@@ -62,7 +62,7 @@ def test_learns_above_the_majority_class_at_a_generous_epsilon(tmp_path: Path) -
         epochs=4,
         batch_size=64,
         learning_rate=1e-2,
-        rng=0,
+        seed=0,
         accountant="rdp",
     )
     with warnings.catch_warnings(record=True) as caught:
@@ -169,7 +169,7 @@ def test_sms_spam_at_epsilon_3_against_non_private() -> None:
             ["ham", "spam"],
             epsilon=epsilon,
             settings=settings,
-            rng=0,
+            seed=0,
         )
         accuracy = model.accuracy(test["text"].tolist(), truth)
         accuracies[epsilon] = accuracy

@@ -58,7 +58,7 @@ def test_per_user_clipping_bounds_a_users_contribution_whatever_their_records():
 
 def test_accounting_counts_users_not_records_and_the_user_is_no_feature():
     table = user_table()  # 2,000 records, 500 users of 4
-    model = train_tabular(table, "y", epsilon=2.0, epochs=2, batch_size=50, rng=0,
+    model = train_tabular(table, "y", epsilon=2.0, epochs=2, batch_size=50, seed=0,
                           accountant="rdp", user_column="u")  # fmt: skip
     privacy = model.card["privacy"]
     assert privacy["privacy_unit"] == "user (column u)" and privacy["users"] == 500
@@ -69,7 +69,7 @@ def test_accounting_counts_users_not_records_and_the_user_is_no_feature():
     assert "u" not in model.features and model.card["model"]["feature_columns"] == ["x", "z"]
     assert "not_dp" in privacy and privacy["records_dropped_by_cap"] == 0
     assert model.accuracy(table) > 0.9
-    again = train_tabular(table, "y", epsilon=2.0, epochs=2, batch_size=50, rng=0,
+    again = train_tabular(table, "y", epsilon=2.0, epochs=2, batch_size=50, seed=0,
                           accountant="rdp", user_column="u")  # fmt: skip
     assert again.accuracy(table) == model.accuracy(table)  # a seed reproduces the run
 
@@ -125,7 +125,7 @@ def test_adult_with_users_of_three_records_beats_the_majority_class():
     train_table, held = table.take(train), table.take(holdout)
     ids = np.random.default_rng(1).permutation(len(train_table)) // 3
     model = train_tabular(train_table, "income>50K", epsilon=1.0, epochs=3, batch_size=256,
-                          rng=0, accountant="rdp", user_column="user", users=ids)  # fmt: skip
+                          seed=0, accountant="rdp", user_column="user", users=ids)  # fmt: skip
     privacy = model.card["privacy"]
     assert privacy["users"] == math.ceil(len(train_table) / 3) and privacy["epsilon"] <= 1.0
     labels = held.column("income>50K")
@@ -146,7 +146,7 @@ def test_canary_users_join_as_new_users_with_their_copies():
 
     def procedure(data: Table, owners: np.ndarray):
         seen["rows"], seen["owners"] = len(data), owners
-        return train_tabular_nonprivate(data, "y", epochs=1, batch_size=100, rng=0)
+        return train_tabular_nonprivate(data, "y", epochs=1, batch_size=100, seed=0)
 
     result = audit_user_training(table, "y", ids, procedure, canaries=100, copies=5,
                                  rng=np.random.default_rng(0))  # fmt: skip
@@ -182,11 +182,11 @@ def test_user_level_dp_audits_below_its_claim_and_a_memorizing_model_far_above()
     target = "income>50K"
 
     def private(data: Table, owners: np.ndarray):
-        return train_tabular(data, target, epsilon=1.0, epochs=3, batch_size=128, rng=1,
+        return train_tabular(data, target, epsilon=1.0, epochs=3, batch_size=128, seed=1,
                              accountant="rdp", user_column="user", users=owners)  # fmt: skip
 
     def memorizing(data: Table, owners: np.ndarray):
-        return train_tabular_nonprivate(data, target, epochs=30, batch_size=128, hidden=128, rng=1)
+        return train_tabular_nonprivate(data, target, epochs=30, batch_size=128, hidden=128, seed=1)
 
     audits = {}
     for name, procedure in (("dp", private), ("none", memorizing)):

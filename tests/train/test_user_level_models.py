@@ -182,7 +182,7 @@ def test_a_seeded_user_level_language_model_learns(recwarn) -> None:
     users = np.random.default_rng(0).integers(0, 400, len(train))
     settings = LanguageModelSettings(context=48, width=48, batch_size=40, epochs=3.0,
                                      accountant="rdp")  # fmt: skip
-    model = train_language_model(train, epsilon=4.0, settings=settings, rng=0,
+    model = train_language_model(train, epsilon=4.0, settings=settings, seed=0,
                                  user_column="author", users=users)  # fmt: skip
     privacy = model.card["privacy"]
     count = len(np.unique(users))
@@ -197,7 +197,7 @@ def test_a_seeded_user_level_language_model_learns(recwarn) -> None:
                               settings, {})  # fmt: skip
     # measured: 3.79 nats per byte after training, 5.57 untrained (seed 0)
     assert model.losses(held).mean() < untrained.losses(held).mean() - 1.0
-    again = train_language_model(train, epsilon=4.0, settings=settings, rng=0,
+    again = train_language_model(train, epsilon=4.0, settings=settings, seed=0,
                                  user_column="author", users=users)  # fmt: skip
     assert np.array_equal(again.losses(held[:20]), model.losses(held[:20]))
 
@@ -215,7 +215,7 @@ def test_a_user_level_text_classifier_learns_at_a_modest_epsilon() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = train_text(train["text"].tolist(), train["label"].to_numpy(), ["0", "1"],
-                           epsilon=4.0, settings=settings, rng=0, user_column="reviewer",
+                           epsilon=4.0, settings=settings, seed=0, user_column="reviewer",
                            users=users)  # fmt: skip
         accuracy = model.accuracy(test["text"].tolist(), test["label"].to_numpy())
     privacy = model.card["privacy"]

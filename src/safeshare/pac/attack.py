@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import InputError
 from safeshare.evaluate.results import Proportion
 from safeshare.pac.outputs import flatten_like
@@ -70,7 +70,7 @@ def membership_attack(
     target: int | None = None,
     trials: int = 1000,
     shadows: int = 200,
-    rng: Randomness | np.random.Generator | int | None = None,
+    rng: RandomSource = None,
 ) -> AttackResult:
     """Attack record ``target`` of ``data`` (the pool ``release`` was calibrated on)."""
     if not release.membership:

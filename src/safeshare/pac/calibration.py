@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from safeshare._progress import Progress, no_progress
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import InputError
 from safeshare.pac.bounds import MEMBERSHIP_PRIOR, check_mi
 from safeshare.pac.errors import (
@@ -110,7 +110,7 @@ def calibrate(
     method: str = "auto",
     min_snr: float = 1.0,
     workers: int = 1,
-    rng: Randomness | np.random.Generator | int | None = None,
+    rng: RandomSource = None,
     progress: Progress = no_progress,
 ) -> PACRelease:
     """Calibrate PAC noise for ``mechanism`` so that MI(secret; release) <= ``mi_budget`` nats.

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from safeshare.dp.randomness import Randomness
+from safeshare.dp.randomness import Randomness, RandomSource
 from safeshare.errors import InputError
 from safeshare.pac.bounds import MEMBERSHIP_PRIOR, PACBound, check_mi
 from safeshare.pac.noise import NoiseShape, anisotropic_variances
@@ -43,7 +43,7 @@ class PosteriorTracker:
         *,
         mi_per_query: float,
         worlds: int = 64,
-        rng: Randomness | np.random.Generator | int | None = None,
+        rng: RandomSource = None,
     ) -> None:
         check_mi(mi_per_query)
         if not isinstance(worlds, int) or worlds < 4 or worlds % 2:

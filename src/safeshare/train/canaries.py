@@ -201,7 +201,7 @@ def typical_rows(table: Table, target: str, count: int, rng: np.random.Generator
     if count >= len(table):
         return np.arange(len(table))
     reference = train_tabular_nonprivate(
-        table, target, epochs=2, batch_size=min(256, len(table)), rng=int(rng.integers(2**62))
+        table, target, epochs=2, batch_size=min(256, len(table)), seed=int(rng.integers(2**62))
     )
     return np.argsort(reference.losses(table), kind="stable")[:count]
 

@@ -528,15 +528,15 @@ def check_settings(settings: object) -> None:
             raise InputError(f"{flag} must be a positive whole number, got {value!r}")
 
 
-def torch_generator(rng: int | None) -> tuple[Any, bool]:
-    """A ``torch.Generator`` from the caller's seed, or from the OS when ``rng`` is None."""
+def torch_generator(seed: int | None) -> tuple[Any, bool]:
+    """A ``torch.Generator`` from the caller's seed, or from the OS when ``seed`` is None."""
     torch, _ = require_torch()
     generator = torch.Generator()
-    if rng is None:
+    if seed is None:
         generator.manual_seed(secrets.randbits(63))
         return generator, False
-    if isinstance(rng, bool) or not isinstance(rng, int):
-        raise InputError(f"rng must be a whole-number seed or None (secure), got {rng!r}")
-    check_seed(rng)
-    generator.manual_seed(rng)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"rng must be a whole-number seed or None (secure), got {seed!r}")
+    check_seed(seed)
+    generator.manual_seed(seed)
     return generator, True

@@ -267,7 +267,7 @@ def train_language_model(
     delta: float | None = None,
     settings: LanguageModelSettings | None = None,
     text_column: str = "text",
-    rng: int | None = None,
+    seed: int | None = None,
     progress: Callable[[str, float], None] | None = None,
     user_column: str | None = None,
     users: Any = None,
@@ -277,7 +277,7 @@ def train_language_model(
     """Train the byte-level LM on ``texts`` under (epsilon, delta)-DP, unit = one text.
 
     ``epsilon=None`` trains without DP (a baseline for memorization studies).
-    ``delta`` defaults to 1 / (10 x texts).  ``rng``: an integer seed (reproducible, the
+    ``delta`` defaults to 1 / (10 x texts).  ``seed``: an integer (reproducible, the
     card says NOT secure) or None (OS-seeded).  ``device``: where the steps run
     (:mod:`safeshare.train.device`); the model comes back on the CPU.
 
@@ -301,7 +301,7 @@ def train_language_model(
             delta=delta,
             settings=settings,
             text_column=text_column,
-            rng=rng,
+            seed=seed,
             progress=progress,
             device=place,
         )
@@ -318,7 +318,7 @@ def train_language_model(
             accountant=settings.accountant,
             clipping="ghost",
         )
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     ids, labels = training_sequences(texts, settings.context, text_column)
     module = build_network(settings, generator)
 
@@ -423,7 +423,7 @@ def _train_users(
     delta: float | None,
     settings: LanguageModelSettings,
     text_column: str,
-    rng: int | None,
+    seed: int | None,
     progress: Callable[[str, float], None] | None,
     device: Any,
 ) -> LanguageModel:
@@ -438,7 +438,7 @@ def _train_users(
 
     torch, opacus = require_torch()
     column, budget = check_user_ids(users, user_column, epsilon, len(texts), "text")
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     grouped, dp = user_settings(
         users,
         cap,

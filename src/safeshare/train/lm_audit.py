@@ -205,7 +205,7 @@ def audit_language_model(
         delta=delta,
         settings=settings,
         text_column=text_column,
-        rng=int(rng.integers(2**62)),
+        seed=int(rng.integers(2**62)),
         progress=progress,
         # without DP there is no unit to protect: the copies train as plain texts
         user_column=None if owners is None or target_epsilon is None else "user",

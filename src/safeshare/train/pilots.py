@@ -189,7 +189,7 @@ def run_pilots(
                 learning_rate=learning_rate,
                 hidden=hidden,
                 accountant="rdp",
-                rng=int(rng.integers(2**62)),
+                seed=int(rng.integers(2**62)),
             )
         privacy = model.card["privacy"]
         loss = float(np.mean(model.losses(score_on)))

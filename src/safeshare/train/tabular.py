@@ -12,7 +12,7 @@ noise calibrated so the card's epsilon is exact.
 >>> rng = np.random.default_rng(0)
 >>> x = rng.integers(0, 4, 2000)
 >>> table = Table({"x": x, "y": (x >= 2).astype(int)}, Domain.from_sizes({"x": 4, "y": 2}))
->>> model = train_tabular(table, "y", epsilon=2.0, epochs=5, batch_size=200, rng=0,
+>>> model = train_tabular(table, "y", epsilon=2.0, epochs=5, batch_size=200, seed=0,
 ...                       accountant="rdp")
 >>> model.accuracy(table) > 0.9, model.card["privacy"]["epsilon"] <= 2.0
 (True, True)
@@ -180,7 +180,7 @@ def train_tabular(
     clipping: str = "linear-ghost",
     sampling: str = "poisson",
     accountant: Accounting = "pld",
-    rng: int | None = None,
+    seed: int | None = None,
     progress: Callable[[str, float], None] | None = None,
     user_column: str | None = None,
     users: Any = None,
@@ -235,7 +235,7 @@ def train_tabular(
             clipping=clipping,
             sampling=sampling,
             accountant=accountant,
-            rng=rng,
+            seed=seed,
             progress=progress,
             device=place,
         )
@@ -253,7 +253,7 @@ def train_tabular(
     )
     if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
         raise InputError(f"hidden must be a positive whole number of units, got {hidden!r}")
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     inputs = torch.from_numpy(one_hot(table, features))
     module = _mlp(inputs.shape[1], hidden, classes, generator)
     run = run_dpsgd(
@@ -301,7 +301,7 @@ def _train_user_level(
     clipping: str,
     sampling: str,
     accountant: Accounting,
-    rng: int | None,
+    seed: int | None,
     progress: Callable[[str, float], None] | None,
     device: Any,
 ) -> TabularModel:
@@ -314,7 +314,7 @@ def _train_user_level(
             f"clipping {clipping!r} clips per record; with a user column the gradient is "
             "clipped per user (its own method): leave clipping at its default"
         )
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     grouped, settings = user_settings(
         ids,
         cap,
@@ -372,7 +372,7 @@ def train_tabular_nonprivate(
     batch_size: int = 512,
     learning_rate: float = 2e-3,
     hidden: int = 64,
-    rng: int | None = None,
+    seed: int | None = None,
     device: str = "auto",
 ) -> TabularModel:
     """The same MLP trained WITHOUT DP (shuffled batches, no clipping, no noise): a baseline.
@@ -384,7 +384,7 @@ def train_tabular_nonprivate(
     >>> from safeshare.data import Domain, Table
     >>> x = np.random.default_rng(0).integers(0, 4, 400)
     >>> table = Table({"x": x, "y": (x >= 2).astype(int)}, Domain.from_sizes({"x": 4, "y": 2}))
-    >>> model = train_tabular_nonprivate(table, "y", epochs=5, batch_size=50, rng=0)
+    >>> model = train_tabular_nonprivate(table, "y", epochs=5, batch_size=50, seed=0)
     >>> model.accuracy(table), model.card["privacy"]["guarantee"]
     (1.0, 'none (not differentially private)')
     """
@@ -400,7 +400,7 @@ def train_tabular_nonprivate(
         raise InputError(f"batch size {batch_size!r} must lie in [1, {len(table)}]")
     if not (np.isfinite(epochs) and epochs > 0):
         raise InputError(f"epochs must be a positive number, got {epochs!r}")
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     inputs = torch.from_numpy(one_hot(table, features))
     targets = torch.from_numpy(labels)
     module = _mlp(inputs.shape[1], hidden, classes, generator)

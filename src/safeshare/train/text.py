@@ -260,7 +260,7 @@ def train_text(
     settings: TextSettings | None = None,
     text_column: str = "text",
     target: str = "label",
-    rng: int | None = None,
+    seed: int | None = None,
     progress: Callable[[str, float], None] | None = None,
     user_column: str | None = None,
     users: Any = None,
@@ -302,7 +302,7 @@ def train_text(
             settings=settings,
             text_column=text_column,
             target=target,
-            rng=rng,
+            seed=seed,
             progress=progress,
             device=place,
         )
@@ -319,7 +319,7 @@ def train_text(
             accountant=settings.accountant,
             clipping=settings.clipping,
         )
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     frozen, states, mask, below = encode_for_training(texts, settings, text_column, progress, place)
     module = top_layers(frozen.network, settings.train_layers, len(classes), generator)
     targets = torch.from_numpy(labels)
@@ -396,7 +396,7 @@ def _train_text_users(
     settings: TextSettings,
     text_column: str,
     target: str,
-    rng: int | None,
+    seed: int | None,
     progress: Callable[[str, float], None] | None,
     device: Any,
 ) -> TextModel:
@@ -408,7 +408,7 @@ def _train_text_users(
             f"clipping {settings.clipping!r} clips per record; with user ids the gradient is "
             "clipped per user (its own method): leave clipping at its default"
         )
-    generator, seeded = torch_generator(rng)
+    generator, seeded = torch_generator(seed)
     grouped, dp = user_settings(
         users,
         cap,

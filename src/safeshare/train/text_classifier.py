@@ -58,7 +58,7 @@ class DPTextClassifier:
     """Fine-tune all-MiniLM-L6-v2's top layer(s) and a head under (epsilon, delta)-DP.
 
     ``epsilon=None`` trains without DP (a baseline; the card says it has no guarantee).
-    ``rng``: an integer seed makes the run reproducible and NOT secure (the card says so);
+    ``seed``: an integer makes the run reproducible and NOT secure (the card says so);
     None draws from the OS.
     """
 
@@ -77,7 +77,7 @@ class DPTextClassifier:
         max_grad_norm: float = 1.0,
         clipping: str = "ghost",
         accountant: Accounting = "pld",
-        rng: int | None = None,
+        seed: int | None = None,
         progress: Callable[[str, float], None] | None = None,
     ) -> None:
         self.epsilon = epsilon
@@ -94,7 +94,7 @@ class DPTextClassifier:
             clipping=clipping,
             accountant=accountant,
         )
-        self.rng = rng
+        self.seed = seed
         self.progress = progress
         self.model_: TextModel | None = None
 
@@ -113,7 +113,7 @@ class DPTextClassifier:
             epsilon=self.epsilon,
             delta=self.delta,
             settings=self.settings,
-            rng=self.rng,
+            seed=self.seed,
             progress=self.progress,
         )
         if read:
