@@ -49,7 +49,9 @@ def reference() -> str:
         for option in options:
             flags = " / ".join(f"`{flag}`" for flag in [*option.opts, *option.secondary_opts])
             default = "required" if option.required else option.default
-            default = "off" if default is False else "none" if default in (None, (), []) else default
+            default = (
+                "off" if default is False else "none" if default in (None, (), []) else default
+            )
             lines.append(f"| {flags} | {_cell(default)} | {_cell(option.help or '')} |")
         lines.append("")
     return "\n".join([*lines, END]) + "\n"

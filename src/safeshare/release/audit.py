@@ -170,7 +170,7 @@ def _run_classifier_attack(
     def procedure(data: Any, users: Any = None) -> Any:
         train_seed = None if settings.seed is None else int(rng.integers(2**62))
         return train_tabular(
-            data, target, rng=train_seed, progress=progress, users=users, **trained
+            data, target, seed=train_seed, progress=progress, users=users, **trained
         )
 
     if ids is not None:

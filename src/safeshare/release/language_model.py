@@ -176,7 +176,7 @@ def train_language_model_release(
             delta=budget.delta,
             settings=settings,
             text_column=text_column,
-            rng=request.seed,
+            seed=request.seed,
             progress=report,
             user_column=user_column,
             users=None if source.users is None else source.users[train_rows],

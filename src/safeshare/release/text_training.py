@@ -129,7 +129,7 @@ def train_text_release(
             settings=settings,
             text_column=text_column,
             target=target,
-            rng=request.seed,
+            seed=request.seed,
             progress=report,
             user_column=user_column,
             users=ids,

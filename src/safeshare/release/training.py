@@ -116,7 +116,7 @@ def train_release(
             hidden=settings.hidden,
             clipping=settings.clipping,
             accountant=settings.accountant,
-            rng=request.seed,
+            seed=request.seed,
             progress=report,
             user_column=settings.user_column,
             users=ids,
