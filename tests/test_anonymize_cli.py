@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from safeshare.anonymize.models import AnonymizationError
 from safeshare.cli.anonymize import anonymize_command
+from safeshare.release import Reading
 from safeshare.release.anonymize import release_anonymized
 from safeshare.report.card import REQUIRED_FIELDS
 from tests.conftest import SHARED, needs_shared
@@ -114,6 +115,6 @@ def test_release_writes_nothing_on_error(tmp_path):
 def test_release_card_lists_unprotected_columns(tmp_path):
     frame = pd.DataFrame({"zip": ["13053", "13068"] * 3, "note": list("abcdef")})
     config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}}, "privacy": {"k": 2}}
-    result = release_anonymized(frame, config=config, out=tmp_path / "r", dataset_name="t")
+    result = release_anonymized(frame, config=config, out=tmp_path / "r", reading=Reading(name="t"))
     assert any("'note'" in line for line in result.warnings)
     assert result.card["columns"]["note"]["transform"] == "kept (not protected)"

@@ -19,6 +19,7 @@ from safeshare.errors import (
     OutputExistsError,
     SchemaError,
 )
+from safeshare.release import Reading, SynthesisSettings
 from safeshare.report import REQUIRED_FIELDS
 
 
@@ -39,7 +40,13 @@ def read_card(out: Path) -> dict:
 
 def test_release_with_a_schema(tmp_path, fair_csv, fair):
     out = tmp_path / "release"
-    result = release(fair_csv, schema=fair[1], out=out, epsilon=1.0, delta=1e-9, seed=1)
+    result = release(
+        fair_csv,
+        out=out,
+        seed=1,
+        settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+        reading=Reading(schema=fair[1]),
+    )
     assert sorted(p.name for p in out.iterdir()) == [
         ".safeshare-output",
         "card.json",
@@ -71,7 +78,7 @@ def test_release_with_a_schema(tmp_path, fair_csv, fair):
 
 def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patients_csv):
     out = tmp_path / "release"
-    release(patients_csv, out=out, epsilon=2.0, seed=2)
+    release(patients_csv, out=out, seed=2, settings=SynthesisSettings(epsilon=2.0))
     card = read_card(out)
     assert card["domain_source"] == "private data, DP"
     assert card["columns"]["name"]["dropped"] and card["columns"]["email"]["dropped"]
@@ -93,7 +100,9 @@ def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patient
 
 def test_unsafe_inference_is_flagged(tmp_path, patients_csv):
     out = tmp_path / "release"
-    release(patients_csv, out=out, epsilon=1.0, unsafe_infer=True, seed=3)
+    release(
+        patients_csv, out=out, seed=3, settings=SynthesisSettings(epsilon=1.0, unsafe_infer=True)
+    )
     card = read_card(out)
     assert card["domain_source"] == "private data, not DP"
     assert card["guarantee"].startswith("none")
@@ -102,14 +111,16 @@ def test_unsafe_inference_is_flagged(tmp_path, patients_csv):
 
 def test_the_ledger_refuses_a_second_release_until_the_total_is_raised(tmp_path, fair_csv, fair):
     ledger = tmp_path / "ledger.sqlite"
-    release(fair_csv, schema=fair[1], out=tmp_path / "a", ledger=ledger, seed=4)
+    release(fair_csv, out=tmp_path / "a", ledger=ledger, seed=4, reading=Reading(schema=fair[1]))
     with pytest.raises(BudgetExceededError, match="has spent epsilon=1"):
-        release(fair_csv, schema=fair[1], out=tmp_path / "b", ledger=ledger, seed=4)
+        release(
+            fair_csv, out=tmp_path / "b", ledger=ledger, seed=4, reading=Reading(schema=fair[1])
+        )
     assert not (tmp_path / "b").exists()
     book = Ledger(ledger)
     status = book.find("fair.csv")
     book.set_total(status.fingerprint, PrivacyBudget(2.0, 1e-8))
-    release(fair_csv, schema=fair[1], out=tmp_path / "b", ledger=ledger, seed=4)
+    release(fair_csv, out=tmp_path / "b", ledger=ledger, seed=4, reading=Reading(schema=fair[1]))
     assert read_card(tmp_path / "b")["ledger"]["spent_epsilon"] == pytest.approx(2.0)
 
 
@@ -120,20 +131,33 @@ def test_output_directory_is_replaced_only_with_force_and_only_when_safeshare_wr
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     with pytest.raises(OutputExistsError, match="pass --force"):
-        release(fair_csv, schema=fair[1], out=out, seed=5)
+        release(fair_csv, out=out, seed=5, reading=Reading(schema=fair[1]))
     assert (out / "keep.txt").read_text() == "mine"
     with pytest.raises(OutputExistsError, match="did not write"):  # not a safeshare output
-        release(fair_csv, schema=fair[1], out=out, seed=5, force=True)
+        release(fair_csv, out=out, seed=5, force=True, reading=Reading(schema=fair[1]))
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
     (out / "keep.txt").unlink()  # an empty folder, or an earlier release, is replaced
-    release(fair_csv, schema=fair[1], out=out, seed=5, force=True, ledger=tmp_path / "l.sqlite")
+    release(
+        fair_csv,
+        out=out,
+        seed=5,
+        force=True,
+        ledger=tmp_path / "l.sqlite",
+        reading=Reading(schema=fair[1]),
+    )
     assert (out / "card.json").exists()
 
 
 def test_values_outside_the_schema_become_other_with_a_count(tmp_path, fair):
     frame = fair[0].copy()
     frame.loc[:9, "religious"] = 9.0
-    result = release(frame, schema=fair[1], out=tmp_path / "o", seed=6, holdout_fraction=0)
+    result = release(
+        frame,
+        out=tmp_path / "o",
+        seed=6,
+        settings=SynthesisSettings(holdout_fraction=0),
+        reading=Reading(schema=fair[1]),
+    )
     assert any("'religious'" in w and "'(other)'" in w for w in result.warnings)
     assert "9" not in " ".join(w for w in result.warnings if "religious" in w).replace(
         "'religious'", ""
@@ -155,7 +179,9 @@ def test_values_outside_the_schema_become_other_with_a_count(tmp_path, fair):
 def test_bad_parameters(tmp_path, fair_csv, fair, kwargs, error, message):
     out = tmp_path / "out"
     with pytest.raises(error, match=message):
-        release(fair_csv, schema=fair[1], out=out, **kwargs)
+        release(
+            fair_csv, out=out, settings=SynthesisSettings(**kwargs), reading=Reading(schema=fair[1])
+        )
     assert not out.exists() and not list(tmp_path.glob(".out.*"))
     assert Ledger().datasets() == []  # nothing was spent
 
@@ -183,26 +209,32 @@ def test_schema_mismatches(tmp_path, fair):
     frame, schema = fair
     with pytest.raises(SchemaError, match=r"\['zip'\] are declared"):
         extra = Schema.from_dict({"columns": {"zip": {"kind": "categorical", "categories": ["1"]}}})
-        release(frame, schema=extra, out=tmp_path / "o")
+        release(frame, out=tmp_path / "o", reading=Reading(schema=extra))
     texty = frame.astype(object).copy()
     texty.loc[3, "affairs"] = "lots"
     with pytest.raises(
         EncodingError, match="'affairs' is declared numeric but 1 of its values"
     ) as caught:
-        release(texty, schema=schema, out=tmp_path / "o", holdout_fraction=0, seed=1)
+        release(
+            texty,
+            out=tmp_path / "o",
+            seed=1,
+            settings=SynthesisSettings(holdout_fraction=0),
+            reading=Reading(schema=schema),
+        )
     assert "lots" not in str(caught.value)
     assert not (tmp_path / "o").exists()
     assert Ledger().datasets() == []  # refused before any budget was spent
     open_schema = Schema.from_dict({"columns": {"affairs": {"kind": "numeric"}}})
     with pytest.raises(EncodingError, match="'affairs' is declared numeric"):
-        release(texty, schema=open_schema, out=tmp_path / "o", seed=1)
+        release(texty, out=tmp_path / "o", seed=1, reading=Reading(schema=open_schema))
     assert Ledger().datasets() == []
 
 
 def test_a_column_of_all_unique_values_and_an_empty_frame(tmp_path, fair):
     frame = fair[0].copy()
     frame["code"] = [f"k{i:06d}" for i in range(len(frame))]
-    result = release(frame, out=tmp_path / "o", seed=1, epsilon=2.0)
+    result = release(frame, out=tmp_path / "o", seed=1, settings=SynthesisSettings(epsilon=2.0))
     assert result.card["columns"]["code"]["reason"] == "near-unique values"
     with pytest.raises(InputError, match="empty"):
         release(pd.DataFrame(), out=tmp_path / "p")
@@ -210,18 +242,30 @@ def test_a_column_of_all_unique_values_and_an_empty_frame(tmp_path, fair):
 
 def test_one_column_and_an_all_missing_column(tmp_path, fair):
     frame = fair[0][["religious"]].copy()
-    result = release(frame, out=tmp_path / "one", seed=2, epsilon=1.0)
+    result = release(frame, out=tmp_path / "one", seed=2, settings=SynthesisSettings(epsilon=1.0))
     assert result.card["model"]["tree_edges"] == [] and result.card["rows_out"] > 0
     frame = fair[0].copy()
     frame["empty"] = None
-    result = release(frame, out=tmp_path / "two", seed=2, epsilon=1.0, ledger=tmp_path / "l.sqlite")
+    result = release(
+        frame,
+        out=tmp_path / "two",
+        seed=2,
+        ledger=tmp_path / "l.sqlite",
+        settings=SynthesisSettings(epsilon=1.0),
+    )
     assert result.synthetic["empty"].isna().mean() > 0.9
     assert any("'empty'" in note for note in result.card["notes"])
 
 
 def test_aim_release_itemizes_every_round(tmp_path, fair_csv, fair):
     out = tmp_path / "aim"
-    release(fair_csv, schema=fair[1], out=out, method="aim", workload="2way", seed=8)
+    release(
+        fair_csv,
+        out=out,
+        seed=8,
+        settings=SynthesisSettings(method="aim", workload="2way"),
+        reading=Reading(schema=fair[1]),
+    )
     card = read_card(out)
     assert card["method"] == "aim" and card["model"]["rounds"] >= 1
     steps = [item["step"] for item in card["budget"]["items"]]
@@ -240,10 +284,14 @@ def test_schema_constraints_need_aim_and_hold(tmp_path, fair):
     }
     constrained = Schema.from_dict(spec)
     with pytest.raises(InputError, match="use --method aim"):
-        release(frame, schema=constrained, out=tmp_path / "m", seed=1)
+        release(frame, out=tmp_path / "m", seed=1, reading=Reading(schema=constrained))
     assert Ledger().datasets() == []
     result = release(
-        frame, schema=constrained, out=tmp_path / "a", method="aim", workload="2way", seed=1
+        frame,
+        out=tmp_path / "a",
+        seed=1,
+        settings=SynthesisSettings(method="aim", workload="2way"),
+        reading=Reading(schema=constrained),
     )
     synthetic = result.synthetic
     broken = (synthetic["children"].astype(str) == "0") & synthetic["rate_marriage"].astype(

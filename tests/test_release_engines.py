@@ -11,7 +11,7 @@ import pytest
 from safeshare import release
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import EngineJobError, InputError
-from safeshare.release import inputs, output
+from safeshare.release import Reading, SynthesisSettings, inputs, output
 from safeshare.release.anonymize import release_anonymized
 
 pytest.importorskip("duckdb")
@@ -19,23 +19,29 @@ pytest.importorskip("duckdb")
 DIFFERENT = ("created_at", "engine", "ledger")
 
 
-def release_with(engine: str, path: Path, out: Path, **options: object) -> dict:
+def release_with(
+    engine: str,
+    path: Path,
+    out: Path,
+    *,
+    rows: int | None = None,
+    output_format: str = "csv",
+    spark_master: str | None = None,
+) -> dict:
     release(
         path,
         out=out,
-        epsilon=1.0,
-        seed=3,
-        engine=engine,
+        settings=SynthesisSettings(epsilon=1.0, rows=rows, output_format=output_format),
+        reading=Reading(engine=engine, name="fair", spark_master=spark_master),
         ledger=out.parent / f"{engine}-ledger.sqlite",
-        dataset_name="fair",
-        **options,
+        seed=3,
     )
     return json.loads((out / "card.json").read_text())
 
 
-def assert_same_release(tmp_path: Path, path: Path, **options: object) -> tuple[dict, dict]:
-    numpy = release_with("numpy", path, tmp_path / "numpy", **options)
-    duck = release_with("duckdb", path, tmp_path / "duckdb", **options)
+def assert_same_release(tmp_path: Path, path: Path, rows: int | None = None) -> tuple[dict, dict]:
+    numpy = release_with("numpy", path, tmp_path / "numpy", rows=rows)
+    duck = release_with("duckdb", path, tmp_path / "duckdb", rows=rows)
     synthetic = [(tmp_path / e / "synthetic.csv").read_bytes() for e in ("numpy", "duckdb")]
     assert synthetic[0] == synthetic[1]
     assert {k: v for k, v in numpy.items() if k not in DIFFERENT} == {
@@ -84,14 +90,16 @@ def test_a_parquet_folder_releases_like_its_csv(tmp_path, fair):
 
 def test_engine_choices_are_checked(tmp_path, fair, fair_csv):
     with pytest.raises(InputError, match="unknown engine 'spark-ish'"):
-        release(fair_csv, out=tmp_path / "a", engine="spark-ish")
+        release(fair_csv, out=tmp_path / "a", reading=Reading(engine="spark-ish"))
     with pytest.raises(InputError, match="duckdb engine reads files"):
-        release(fair[0], out=tmp_path / "b", engine="duckdb")
+        release(fair[0], out=tmp_path / "b", reading=Reading(engine="duckdb"))
     config = {"quasi_identifiers": {"age": {"hierarchy": "auto"}}, "privacy": {"k": 2}}
     with pytest.raises(InputError, match="unknown engine 'duck'"):  # anonymize checks them too
-        release_anonymized(fair_csv, out=tmp_path / "c", engine="duck", config=config)
+        release_anonymized(
+            fair_csv, out=tmp_path / "c", config=config, reading=Reading(engine="duck")
+        )
     with pytest.raises(InputError, match="anonymization is not DP synthesis"):
-        release(fair_csv, out=tmp_path / "d", method="anonymize")
+        release(fair_csv, out=tmp_path / "d", settings=SynthesisSettings(method="anonymize"))
     assert not (tmp_path / "a").exists()
 
 
@@ -163,7 +171,7 @@ def test_parquet_output_holds_the_csv_records(tmp_path, fair_csv, monkeypatch):
         as_parquet.astype(str), as_csv.astype(as_parquet.dtypes.to_dict()).astype(str)
     )
     with pytest.raises(InputError, match="unknown output format 'xlsx'"):
-        release(fair_csv, out=tmp_path / "x", output_format="xlsx")
+        release(fair_csv, out=tmp_path / "x", settings=SynthesisSettings(output_format="xlsx"))
 
 
 def test_a_failed_run_leaves_no_streamed_file(tmp_path, fair_csv, monkeypatch):
@@ -198,16 +206,20 @@ def test_a_failed_spark_job_releases_nothing_and_refunds_the_ledger(tmp_path, fa
         release(
             fair_csv,
             out=tmp_path / "out",
-            epsilon=1.0,
-            engine="spark",
-            spark_master="local[1]",
             ledger=ledger_path,
             progress=stop_spark,
+            settings=SynthesisSettings(epsilon=1.0),
+            reading=Reading(engine="spark", spark_master="local[1]"),
         )
     assert "Spark" in str(caught.value)
     assert not (tmp_path / "out").exists()
     (status,) = Ledger(ledger_path).datasets()
     assert (status.spent_epsilon, status.releases) == (0.0, 0)
     # the dataset's total is this release's own budget: only a refund lets it run again
-    release(fair_csv, out=tmp_path / "again", epsilon=1.0, ledger=ledger_path)
+    release(
+        fair_csv,
+        out=tmp_path / "again",
+        ledger=ledger_path,
+        settings=SynthesisSettings(epsilon=1.0),
+    )
     assert Ledger(ledger_path).datasets()[0].spent_epsilon == pytest.approx(1.0)

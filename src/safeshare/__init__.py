@@ -1,8 +1,8 @@
 """safeshare: turn sensitive tables into artifacts that are safe to share, and measure how safe.
 
->>> from safeshare import release, read_table, Schema
->>> callable(release)
-True
+>>> from safeshare import release, read_table, Schema, SynthesisSettings, Reading
+>>> callable(release), SynthesisSettings(epsilon=2.0).method
+(True, 'mst')
 
 The names below load on first use, so a command that needs only one technique (say
 ``safeshare anonymize``) does not import every other.
@@ -22,7 +22,7 @@ importlib.import_module("safeshare.release")
 if TYPE_CHECKING:
     from safeshare.data import Column, Domain, Kind, Role, Schema, Table, read_frame, read_table
     from safeshare.dp import Ledger, PrivacyBudget
-    from safeshare.release import ReleaseResult, release
+    from safeshare.release import Reading, ReleaseResult, SynthesisSettings, release
     from safeshare.synth import MST
 else:
 
@@ -44,7 +44,9 @@ _HOMES = {
     "read_table": "safeshare.data",
     "Ledger": "safeshare.dp",
     "PrivacyBudget": "safeshare.dp",
+    "Reading": "safeshare.release",
     "ReleaseResult": "safeshare.release",
+    "SynthesisSettings": "safeshare.release",
     "MST": "safeshare.synth",
 }
 
@@ -55,9 +57,11 @@ __all__ = [
     "Kind",
     "Ledger",
     "PrivacyBudget",
+    "Reading",
     "ReleaseResult",
     "Role",
     "Schema",
+    "SynthesisSettings",
     "Table",
     "__version__",
     "read_frame",

@@ -8,6 +8,7 @@ import pytest
 
 from safeshare import release
 from safeshare.dp.randomness import Randomness
+from safeshare.release import SynthesisSettings
 
 
 def test_spawned_streams_are_independent_and_reproducible():
@@ -41,7 +42,13 @@ def test_a_seeded_release_never_replays_one_noise_stream(tmp_path, monkeypatch):
             "size": generator.choice(["S", "M", "L", "XL"], 600),
         }
     )
-    release(frame, out=tmp_path / "out", epsilon=1.0, seed=5, ledger=tmp_path / "l.sqlite")
+    release(
+        frame,
+        out=tmp_path / "out",
+        seed=5,
+        ledger=tmp_path / "l.sqlite",
+        settings=SynthesisSettings(epsilon=1.0),
+    )
     assert len(starts) >= 3  # discovery of both columns' categories, then MST's measurements
     states = [state for state, _ in starts]
     assert len(set(states)) == len(states), "two draws started from one generator state"

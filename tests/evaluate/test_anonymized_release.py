@@ -3,8 +3,10 @@
 import numpy as np
 import pandas as pd
 
+from safeshare.evaluate.assessment import EvaluationOptions
+from safeshare.release import Reading
 from safeshare.release.anonymize import release_anonymized
-from safeshare.release.evaluation import evaluate_files, read_hierarchy
+from safeshare.release.evaluation import EvaluationFiles, evaluate_files, read_hierarchy
 
 QUASI = ["age", "yrs_married", "children", "rate_marriage"]
 
@@ -20,7 +22,7 @@ def test_a_five_anonymous_release(tmp_path, fair):
         "sensitive": ["affairs"],
         "privacy": {"k": 5},
     }
-    release_anonymized(train, config=config, out=tmp_path / "anon", dataset_name="fair")
+    release_anonymized(train, config=config, out=tmp_path / "anon", reading=Reading(name="fair"))
     released = pd.read_csv(tmp_path / "anon" / "anonymized.csv", dtype=str)
     assert released[QUASI].apply(lambda c: c.str.contains(r"[\[\-*|]", regex=True)).any().any()
     schema = tmp_path / "schema.yaml"
@@ -29,16 +31,14 @@ def test_a_five_anonymous_release(tmp_path, fair):
         + "".join(f"  {c}: {{role: quasi_identifier}}\n" for c in QUASI)
         + "  affairs: {role: sensitive}\n"
     )
-    result = evaluate_files(
-        tmp_path / "train.csv",
-        tmp_path / "holdout.csv",
-        tmp_path / "anon" / "anonymized.csv",
-        out=tmp_path / "eval",
+    files = EvaluationFiles(
+        train=tmp_path / "train.csv",
+        holdout=tmp_path / "holdout.csv",
+        release=tmp_path / "anon" / "anonymized.csv",
         schema=schema,
-        attacks=200,
-        seed=0,
-        ml=False,
     )
+    options = EvaluationOptions(attacks=200, ml=False)
+    result = evaluate_files(files, out=tmp_path / "eval", options=options, seed=0)
     reid = result.assessment.reidentification["release"]
     assert reid.prosecutor_max <= 0.2 and reid.sample_uniques == 0
     assert result.assessment.generalized  # generalized cells were read as sets

@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from safeshare.cli.evaluate import evaluate_command
 from safeshare.errors import InputError, OutputExistsError, SafeshareError
+from safeshare.evaluate.assessment import EvaluationOptions
 from safeshare.evaluate.attack_risk import EvaluationInputError
-from safeshare.release.evaluation import evaluate_files
+from safeshare.release.evaluation import EvaluationFiles, evaluate_files
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +38,18 @@ def files(tmp_path_factory: pytest.TempPathFactory, fair) -> dict[str, Path]:
     return paths
 
 
-def run(files: dict[str, Path], out: Path, **kwargs):
-    args = {"attacks": 150, "seed": 0, "ml": False, **kwargs}
-    return evaluate_files(files["train"], files["holdout"], files["release"], out=out, **args)
+def run(
+    files: dict[str, Path], out: Path, schema: Path | None = None, auxiliary: Path | None = None
+):
+    inputs = EvaluationFiles(
+        train=files["train"],
+        holdout=files["holdout"],
+        release=files["release"],
+        schema=schema,
+        auxiliary=auxiliary,
+    )
+    options = EvaluationOptions(attacks=150, ml=False)
+    return evaluate_files(inputs, out=out, options=options, seed=0)
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:

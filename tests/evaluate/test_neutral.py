@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from safeshare.evaluate.neutral import column_distances, neutral_tvd
+from safeshare.release import SynthesisSettings
 
 from ..conftest import SHARED, needs_shared
 
@@ -85,7 +86,11 @@ def test_the_card_reports_what_the_reference_gives_on_the_written_files(tmp_path
     table = _table(np.random.default_rng(2), 3000)  # its 'job' writes missing values as '?'
     table.to_csv(tmp_path / "input.csv", index=False)
     result = release(
-        tmp_path / "input.csv", out=tmp_path / "out", epsilon=4.0, seed=0, ledger=tmp_path / "l"
+        tmp_path / "input.csv",
+        out=tmp_path / "out",
+        seed=0,
+        ledger=tmp_path / "l",
+        settings=SynthesisSettings(epsilon=4.0),
     )
     utility = result.card["metrics"]["utility"]
     for ways in (1, 3):

@@ -7,7 +7,7 @@ import numpy as np
 from safeshare.data import Table
 from safeshare.evaluate import evaluate_release
 from safeshare.evaluate.assessment import EvaluationOptions, assess
-from safeshare.release import release
+from safeshare.release import Reading, SynthesisSettings, release
 from safeshare.report.card import _json_default
 from safeshare.report.html import render_report
 
@@ -16,12 +16,11 @@ def test_release_report_with_attacks(tmp_path, fair):
     frame, schema = fair
     done = release(
         frame,
-        schema=schema,
         out=tmp_path / "out",
-        epsilon=1.0,
         seed=0,
         ledger=tmp_path / "ledger.sqlite",
-        dataset_name="fair",
+        settings=SynthesisSettings(epsilon=1.0),
+        reading=Reading(schema=schema, name="fair"),
     )
     domain = schema.domain()
     train, _ = Table.from_frame(frame.iloc[:5000], domain)

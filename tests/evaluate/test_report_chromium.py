@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from safeshare.release.evaluation import evaluate_files
+from safeshare.evaluate.assessment import EvaluationOptions
+from safeshare.release.evaluation import EvaluationFiles, evaluate_files
 
 CHROMIUM = next(
     (
@@ -49,15 +50,13 @@ def report(tmp_path_factory: pytest.TempPathFactory, fair) -> Path:
         ("release", order[:2000]),
     ):
         frame.iloc[rows].to_csv(folder / f"{name}.csv", index=False)
-    evaluate_files(
-        folder / "train.csv",
-        folder / "holdout.csv",
-        folder / "release.csv",
-        out=folder / "eval",
+    files = EvaluationFiles(
+        train=folder / "train.csv",
+        holdout=folder / "holdout.csv",
+        release=folder / "release.csv",
         schema=schema,
-        attacks=150,
-        seed=0,
     )
+    evaluate_files(files, out=folder / "eval", options=EvaluationOptions(attacks=150), seed=0)
     return folder / "eval" / "report.html"
 
 

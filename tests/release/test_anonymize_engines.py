@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from safeshare.anonymize.hierarchy import HierarchyError
 from safeshare.engine import distinct
 from safeshare.errors import InputError
+from safeshare.release import Reading
 from safeshare.release.anonymize import release_anonymized
 from tests.conftest import SHARED, needs_shared
 
@@ -73,7 +74,7 @@ def config_file(tmp_path: Path, config: dict) -> Path:
 
 
 def anonymize_with(engine: str, data: Path, out: Path, config: dict | Path) -> dict:
-    release_anonymized(data, out=out, config=config, engine=engine, dataset_name="t")
+    release_anonymized(data, out=out, config=config, reading=Reading(engine=engine, name="t"))
     return json.loads((out / "card.json").read_text())
 
 
@@ -188,8 +189,12 @@ def test_errors_name_the_column_and_the_fix(tmp_path, fair_csv):
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "'religious'" in messages[0]
     with pytest.raises(InputError, match="reads files"):
-        release_anonymized(pd.read_csv(fair_csv), out=tmp_path / "x", config=FAIR_CONFIG,
-                           engine="duckdb")  # fmt: skip
+        release_anonymized(
+            pd.read_csv(fair_csv),
+            out=tmp_path / "x",
+            config=FAIR_CONFIG,
+            reading=Reading(engine="duckdb"),
+        )
     assert not (tmp_path / "duckdb").exists()
 
 

@@ -12,7 +12,7 @@ from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.discovery import DiscoveryPlan
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import BudgetError, InputError
-from safeshare.release import release
+from safeshare.release import Reading, SynthesisSettings, release
 from safeshare.synth.pe.synthesizer import QUALITY_WARNING
 
 FAST = {"iterations": 3, "samples_per_iteration": 200}
@@ -22,8 +22,13 @@ def test_pe_release_states_its_accounting_and_quality_and_resumes(tmp_path, fair
     frame, schema = fair
     ledger = tmp_path / "ledger.sqlite"
     options = {**FAST, "checkpoint": tmp_path / "run"}
-    common = dict(schema=schema, method="pe", seed=0, ledger=ledger, dataset_name="fair")
-    result = release(frame, out=tmp_path / "out", epsilon=1.0, pe_options=options, **common)
+    common = dict(reading=Reading(schema=schema, name="fair"), seed=0, ledger=ledger)
+    result = release(
+        frame,
+        out=tmp_path / "out",
+        **common,
+        settings=SynthesisSettings(method="pe", epsilon=1.0, pe_options=options),
+    )
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["method"] == "pe" and card["domain_source"] == "schema"
     model = card["model"]
@@ -49,12 +54,22 @@ def test_pe_release_states_its_accounting_and_quality_and_resumes(tmp_path, fair
 
     # the same command again resumes from the checkpoint: no second charge, the same DP votes
     assert (tmp_path / "run" / "spend.json").is_file()
-    again = release(frame, out=tmp_path / "b", holdout_fraction=0, pe_options=options, **common)
+    again = release(
+        frame,
+        out=tmp_path / "b",
+        **common,
+        settings=SynthesisSettings(method="pe", holdout_fraction=0, pe_options=options),
+    )
     status = Ledger(ledger).find("fair")
     assert status.releases == 1 and status.spent_epsilon == 1.0
     assert again.card["model"]["sigma"] == model["sigma"]
     with pytest.raises(InputError, match="belongs to another release"):
-        release(frame, out=tmp_path / "c", epsilon=2.0, pe_options=options, **common)
+        release(
+            frame,
+            out=tmp_path / "c",
+            **common,
+            settings=SynthesisSettings(method="pe", epsilon=2.0, pe_options=options),
+        )
 
 
 class StopError(Exception):
@@ -77,17 +92,16 @@ def test_a_checkpoint_without_a_schema_reuses_the_domain_it_paid_for(tmp_path, f
     frame, _ = fair  # no schema: every column's domain is discovered with DP
     ledger = tmp_path / "ledger.sqlite"
     common = dict(
-        method="pe",
+        reading=Reading(name="fair"),
         seed=3,
         ledger=ledger,
-        dataset_name="fair",
         total_budget=PrivacyBudget(10.0, 1e-6),
     )
     whole = release(
         frame,
         out=tmp_path / "whole",
-        pe_options={**FAST, "checkpoint": tmp_path / "a"},
         **common,
+        settings=SynthesisSettings(method="pe", pe_options={**FAST, "checkpoint": tmp_path / "a"}),
     )
     assert whole.card["domain_source"] != "schema"
     options = {**FAST, "checkpoint": tmp_path / "b"}
@@ -95,9 +109,9 @@ def test_a_checkpoint_without_a_schema_reuses_the_domain_it_paid_for(tmp_path, f
         release(
             frame,
             out=tmp_path / "killed",
-            pe_options=options,
             progress=_stop_before_histogram(3),
             **common,
+            settings=SynthesisSettings(method="pe", pe_options=options),
         )
     receipt = json.loads((tmp_path / "b" / "spend.json").read_text())
     saved = [c["name"] for c in receipt["saved"]["domain"]["columns"]]
@@ -108,7 +122,12 @@ def test_a_checkpoint_without_a_schema_reuses_the_domain_it_paid_for(tmp_path, f
         raise AssertionError("the domain was discovered again on resume")
 
     monkeypatch.setattr(DiscoveryPlan, "run", discovery_again)
-    resumed = release(frame, out=tmp_path / "resumed", pe_options=options, **common)
+    resumed = release(
+        frame,
+        out=tmp_path / "resumed",
+        **common,
+        settings=SynthesisSettings(method="pe", pe_options=options),
+    )
     # the same population as the uninterrupted run, step by step, and the same release
     for ours, theirs in zip(
         _populations(tmp_path / "b"), _populations(tmp_path / "a"), strict=True
@@ -125,11 +144,18 @@ def test_a_resume_with_another_schema_is_refused(tmp_path, fair):
     frame, schema = fair
     ledger = tmp_path / "ledger.sqlite"
     options = {**FAST, "checkpoint": tmp_path / "run"}
-    common = dict(method="pe", seed=0, ledger=ledger, dataset_name="fair", pe_options=options)
+    settings = SynthesisSettings(method="pe", pe_options=options)
+    common = dict(settings=settings, seed=0, ledger=ledger)
     with pytest.raises(StopError):
-        release(frame, out=tmp_path / "o", progress=_stop_before_histogram(2), **common)
+        release(
+            frame,
+            out=tmp_path / "o",
+            progress=_stop_before_histogram(2),
+            reading=Reading(name="fair"),
+            **common,
+        )
     with pytest.raises(InputError, match=r"declares column .* differently"):
-        release(frame, schema=schema, out=tmp_path / "o", **common)
+        release(frame, out=tmp_path / "o", reading=Reading(schema=schema, name="fair"), **common)
     assert Ledger(ledger).find("fair").releases == 1
 
 
@@ -139,12 +165,13 @@ def test_refusals_cost_nothing(tmp_path, fair):
     with pytest.raises(BudgetError, match="samples_per_iteration <="):
         release(
             frame,
-            schema=fair[1],
             out=tmp_path / "o",
-            method="pe",
-            epsilon=0.01,
             ledger=ledger,
-            dataset_name="fair",
-            pe_options={"iterations": 10, "samples_per_iteration": 5000},
+            settings=SynthesisSettings(
+                method="pe",
+                epsilon=0.01,
+                pe_options={"iterations": 10, "samples_per_iteration": 5000},
+            ),
+            reading=Reading(schema=fair[1], name="fair"),
         )
     assert Ledger(ledger).find("fair") is None and not Path(tmp_path / "o").exists()

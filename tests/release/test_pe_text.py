@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,7 @@ import pytest
 from safeshare.dp.gdp import gdp_epsilon
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import BudgetError, InputError
-from safeshare.release.text import release_text
+from safeshare.release.text import TextSynthesisSettings, release_text
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.text import MiniLMEmbedder
 from tests.conftest import SHARED, needs_shared
@@ -61,16 +62,18 @@ def test_word_release_with_public_label_names(
     result = release_text(
         reviews_csv,
         out=tmp_path / "out",
-        text_column="text",
-        label_column="label",
-        label_names=NAMES,
-        epsilon=4.0,
-        delta=1e-5,
-        iterations=2,
-        samples=40,
         seed=0,
         ledger=ledger,
-        embedder=minilm,
+        settings=TextSynthesisSettings(
+            text_column="text",
+            label_column="label",
+            label_names=NAMES,
+            epsilon=4.0,
+            delta=1e-5,
+            iterations=2,
+            samples=40,
+            embedder=minilm,
+        ),
     )
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert result.card == card
@@ -109,19 +112,18 @@ def test_word_release_with_public_label_names(
 def test_labels_found_with_dp_and_text_without_labels(
     tmp_path: Path, reviews_csv: Path, minilm: MiniLMEmbedder
 ) -> None:
-    result = release_text(
-        reviews_csv,
-        out=tmp_path / "dp",
+    labelled = TextSynthesisSettings(
         text_column="text",
         label_column="label",
         epsilon=4.0,
         delta=1e-5,
         iterations=2,
         samples=20,
-        seed=1,
         evaluate=False,
         embedder=minilm,
-        ledger=tmp_path / "a.sqlite",
+    )
+    result = release_text(
+        reviews_csv, out=tmp_path / "dp", settings=labelled, seed=1, ledger=tmp_path / "a.sqlite"
     )
     card = result.card
     assert card["domain_source"] == "labels: private data, DP"
@@ -143,14 +145,8 @@ def test_labels_found_with_dp_and_text_without_labels(
     plain = release_text(
         reviews_csv,
         out=tmp_path / "plain",
-        text_column="text",
-        epsilon=4.0,
-        delta=1e-5,
-        iterations=2,
-        samples=20,
+        settings=replace(labelled, label_column=None),
         seed=2,
-        evaluate=False,
-        embedder=minilm,
         ledger=tmp_path / "b.sqlite",
     )
     assert list(plain.synthetic.columns) == ["text"] and plain.card["rows_out"] > 0
@@ -169,5 +165,10 @@ def test_bad_settings_fail_before_any_spend(tmp_path: Path) -> None:
     ]
     for options, kind, message in cases:
         with pytest.raises(kind, match=message):
-            release_text(frame, out=tmp_path / "o", epsilon=1.0, ledger=ledger, **options)
+            release_text(
+                frame,
+                out=tmp_path / "o",
+                ledger=ledger,
+                settings=TextSynthesisSettings(epsilon=1.0, **options),
+            )
     assert not Ledger(ledger).datasets() and not (tmp_path / "o").exists()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.evaluate.neutral import column_distances
-from safeshare.release import release
+from safeshare.release import SynthesisSettings, release
 
 
 def _raw_table(n: int, seed: int) -> pd.DataFrame:
@@ -25,12 +25,18 @@ def _raw_table(n: int, seed: int) -> pd.DataFrame:
     )
 
 
+def _released_text(folder: Path, seed: int) -> pd.DataFrame:
+    """``people.csv`` in ``folder`` released at epsilon 4, read back as the file writes it."""
+    settings = SynthesisSettings(epsilon=4.0)
+    release(folder / "people.csv", out=folder / "out", settings=settings, seed=seed,
+            ledger=folder / "ledger")  # fmt: skip
+    return pd.read_csv(folder / "out" / "synthetic.csv", dtype=str, keep_default_na=False)
+
+
 def test_values_come_back_as_the_file_writes_them(tmp_path: Path) -> None:
     table = _raw_table(4000, 0)
     table.to_csv(tmp_path / "people.csv", index=False)
-    release(tmp_path / "people.csv", out=tmp_path / "out", epsilon=4.0, seed=1,
-            ledger=tmp_path / "ledger")  # fmt: skip
-    text = pd.read_csv(tmp_path / "out" / "synthetic.csv", dtype=str, keep_default_na=False)
+    text = _released_text(tmp_path, seed=1)
     assert (text["job"] == "?").mean() > 0.05  # '?' is written back as '?', not as an empty field
     assert (text["job"] == "").mean() < 0.01
     numbers = text[["age", "hours", "gain"]]
@@ -44,9 +50,7 @@ def test_values_come_back_as_the_file_writes_them(tmp_path: Path) -> None:
 def test_without_a_spelling_missing_values_stay_empty(tmp_path: Path) -> None:
     table = _raw_table(3000, 2).replace({"job": {"?": None}})
     table.to_csv(tmp_path / "people.csv", index=False)
-    release(tmp_path / "people.csv", out=tmp_path / "out", epsilon=4.0, seed=3,
-            ledger=tmp_path / "ledger")  # fmt: skip
-    text = pd.read_csv(tmp_path / "out" / "synthetic.csv", dtype=str, keep_default_na=False)
+    text = _released_text(tmp_path, seed=3)
     assert (text["job"] == "").mean() > 0.05 and not (text["job"] == "?").any()
 
 

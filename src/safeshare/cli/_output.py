@@ -6,7 +6,7 @@ holding brackets is data, never a style.  Styles come from :func:`styled` and :f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -49,7 +49,16 @@ def progress_bar(quiet: bool) -> Iterator[Callable[[str, float], None]]:
         )
 
 
-def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None:
+def finish(quiet: bool, warnings: Iterable[str], summary: Callable[[], None]) -> None:
+    """How every command ends: its ``summary`` (unless ``--quiet``), then its warnings (on
+    stderr, even when quiet)."""
+    if not quiet:
+        summary()
+    for line in warnings:
+        warn(line)
+
+
+def release_summary(card: dict[str, Any], out: str) -> None:
     """What a release wrote and what protects it, in a few lines."""
     utility = card["metrics"]["utility"]
     headline = utility.get("tvd_vs_holdout", utility["tvd_vs_train"])
@@ -82,8 +91,6 @@ def release_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None
         f"on this dataset ({ledger['releases']} release(s))",
     )
     stdout.print(table)
-    for line in warnings:
-        warn(line)
 
 
 def error(message: str) -> None:

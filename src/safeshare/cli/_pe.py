@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table as RichTable
 
-from safeshare.cli._output import progress_bar, stdout, styled, warn
+from safeshare.cli._output import finish, progress_bar, stdout, styled
 from safeshare.synth.pe.backends import TextBackend
 
 if TYPE_CHECKING:
@@ -31,7 +32,12 @@ def resume_command(data: str, options: dict[str, object]) -> str:
 
 def release_text_command(given: ReleaseArguments) -> None:
     """Run :func:`safeshare.release.text.release_text` and print what it wrote."""
-    from safeshare.release.text import DEFAULT_ITERATIONS, parse_label_names, release_text
+    from safeshare.release.text import (
+        DEFAULT_ITERATIONS,
+        TextSynthesisSettings,
+        parse_label_names,
+        release_text,
+    )
 
     backend = TextBackend(
         given.api,
@@ -41,35 +47,34 @@ def release_text_command(given: ReleaseArguments) -> None:
         max_new_tokens=given.max_new_tokens,
         vocabulary=given.vocabulary,
     )
+    settings = TextSynthesisSettings(
+        text_column=str(given.text_column),
+        label_column=given.label_column,
+        label_names=parse_label_names(given.label_names),
+        backend=backend,
+        epsilon=given.epsilon,
+        delta=given.delta,
+        iterations=given.iterations or DEFAULT_ITERATIONS,
+        samples=given.samples,
+        lookahead=given.lookahead or 0,
+        neighbour_search=given.neighbour_search or "auto",
+        holdout_fraction=given.holdout_fraction,
+        rows=given.rows,
+        checkpoint=given.checkpoint,
+        resume_command=resume_command(given.data, _resume_options(given)),
+    )
     with progress_bar(given.quiet) as progress:
         result = release_text(
             given.data,
             out=given.out,
-            text_column=str(given.text_column),
-            label_column=given.label_column,
-            label_names=parse_label_names(given.label_names),
-            backend=backend,
-            epsilon=given.epsilon,
-            delta=given.delta,
-            iterations=given.iterations or DEFAULT_ITERATIONS,
-            samples=given.samples,
-            lookahead=given.lookahead or 0,
-            neighbour_search=given.neighbour_search or "auto",
-            holdout_fraction=given.holdout_fraction,
-            rows=given.rows,
-            seed=given.seed,
+            settings=settings,
             ledger=given.ledger,
             total_budget=given.total_budget(),
+            seed=given.seed,
             force=given.force,
-            checkpoint=given.checkpoint,
-            resume_command=resume_command(given.data, _resume_options(given)),
             progress=progress,
         )
-    if given.quiet:  # no summary; warnings still print (on stderr)
-        for line in result.warnings:
-            warn(line)
-        return
-    _summary(result.card, given.out, result.warnings)
+    finish(given.quiet, result.warnings, partial(_summary, result.card, given.out))
 
 
 def _resume_options(given: ReleaseArguments) -> dict[str, object]:
@@ -100,7 +105,7 @@ def _resume_options(given: ReleaseArguments) -> dict[str, object]:
     }
 
 
-def _summary(card: dict[str, Any], out: Path, warnings: list[str]) -> None:
+def _summary(card: dict[str, Any], out: Path) -> None:
     """What a text release wrote and what protects it, in a few lines."""
     table = RichTable(show_header=False, box=None, pad_edge=False)
     table.add_row("written", f"{out}/synthetic.csv, card.json, report.html")
@@ -132,5 +137,3 @@ def _summary(card: dict[str, Any], out: Path, warnings: list[str]) -> None:
         f"on this dataset ({ledger_card['releases']} release(s))",
     )
     stdout.print(table)
-    for line in warnings:
-        warn(line)

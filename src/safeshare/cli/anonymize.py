@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 
 from safeshare.cli._arguments import argument, command, force_option, option, quiet_option
-from safeshare.cli._output import progress_bar, stdout, styled, warn
+from safeshare.cli._output import finish, progress_bar, stdout, styled
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,17 +38,15 @@ def anonymize_table(given: AnonymizeArguments) -> None:
         result = release_anonymized(
             given.data, config=given.config, out=given.out, force=given.force, progress=progress
         )
-    if not given.quiet:
-        anonymization_summary(result.card, str(given.out), result.warnings)
-    else:  # no summary; warnings still print (on stderr)
-        for line in result.warnings:
-            warn(line)
+    finish(
+        given.quiet, result.warnings, partial(anonymization_summary, result.card, str(given.out))
+    )
 
 
 anonymize_command = command(AnonymizeArguments, anonymize_table)
 
 
-def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -> None:
+def anonymization_summary(card: dict[str, Any], out: str) -> None:
     """What an anonymized release wrote and what it reached, in a few lines."""
     from rich.table import Table as RichTable
 
@@ -79,5 +78,3 @@ def anonymization_summary(card: dict[str, Any], out: str, warnings: list[str]) -
         f"(smallest {card['classes']['smallest']})",
     )
     stdout.print(table)
-    for line in warnings:
-        warn(line)

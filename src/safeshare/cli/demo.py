@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from safeshare.cli._arguments import command, force_option, option, quiet_option, seed_option
-from safeshare.cli._output import console, progress_bar, release_summary
+from safeshare.cli._output import console, finish, progress_bar, release_summary
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +30,7 @@ class DemoArguments:
 def release_example(given: DemoArguments) -> None:
     """Release an example survey (real data, offline) and write its card and report."""
     from safeshare.data.examples import EXAMPLES, load_example
-    from safeshare.release import release
+    from safeshare.release import Reading, SynthesisSettings, release
 
     frame, schema = load_example(given.dataset)
     if not given.quiet:
@@ -41,19 +41,20 @@ def release_example(given: DemoArguments) -> None:
     with tempfile.TemporaryDirectory() as scratch, progress_bar(given.quiet) as progress:
         result = release(
             frame,
-            schema=schema,
             out=given.out,
-            epsilon=given.epsilon,
-            delta=given.delta,
+            settings=SynthesisSettings(epsilon=given.epsilon, delta=given.delta),
+            reading=Reading(schema=schema, name=f"{given.dataset} (example)"),
+            ledger=Path(scratch) / "demo-ledger.sqlite",
             seed=given.seed,
             force=given.force,
-            ledger=Path(scratch) / "demo-ledger.sqlite",
-            dataset_name=f"{given.dataset} (example)",
             progress=progress,
         )
-    if not given.quiet:
-        release_summary(result.card, str(given.out), result.warnings)
+
+    def summary() -> None:
+        release_summary(result.card, str(given.out))
         console.print(f"open {given.out}/report.html in a browser to read the report")
+
+    finish(given.quiet, result.warnings, summary)
 
 
 demo = command(DemoArguments, release_example)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safeshare.cli._arguments import command, force_option, option, quiet_option
-from safeshare.cli._output import progress_bar, stdout, styled, warn
+from safeshare.cli._output import finish, progress_bar, stdout, styled
+
+if TYPE_CHECKING:
+    from safeshare.release.evaluation import EvaluationResult
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -77,36 +82,45 @@ class EvaluateArguments:
 
 def evaluate_release(given: EvaluateArguments) -> None:
     """Measure what a release exposes (attacks with intervals) and how useful it is."""
-    from rich.table import Table as RichTable
+    from safeshare.evaluate.assessment import EvaluationOptions
+    from safeshare.release.evaluation import EvaluationFiles, evaluate_files
 
-    from safeshare.release.evaluation import evaluate_files
-
+    files = EvaluationFiles(
+        train=given.train,
+        holdout=given.holdout,
+        release=given.release,
+        auxiliary=given.aux,
+        schema=given.schema,
+        hierarchies=_pairs(given.hierarchy),
+    )
+    quasi_identifiers, secrets = _names(given.quasi_identifiers), _names(given.secrets)
+    options = EvaluationOptions(
+        attacks=given.attacks,
+        quasi_identifiers=tuple(quasi_identifiers) if quasi_identifiers else None,
+        secrets=tuple(secrets) if secrets else None,
+        population_size=given.population_size,
+        ml=not given.no_ml,
+    )
     with progress_bar(given.quiet) as progress:
         result = evaluate_files(
-            given.train,
-            given.holdout,
-            given.release,
+            files,
             out=given.out,
-            auxiliary=given.aux,
-            schema=given.schema,
-            attacks=given.attacks,
-            population_size=given.population_size,
-            quasi_identifiers=_names(given.quasi_identifiers),
-            secrets=_names(given.secrets),
-            ml=not given.no_ml,
-            seed=given.seed,
+            options=options,
             guarantee=given.guarantee,
-            hierarchies=_pairs(given.hierarchy),
+            seed=given.seed,
             force=given.force,
             progress=progress,
         )
-    if given.quiet:  # no summary; warnings still print (on stderr)
-        for line in result.warnings:
-            warn(line)
-        return
+    finish(given.quiet, result.warnings, partial(_summary, result, given.out))
+
+
+def _summary(result: EvaluationResult, out: Path) -> None:
+    """What an evaluation wrote and found, one line per attack."""
+    from rich.table import Table as RichTable
+
     headline = result.evaluation["headline"]
     table = RichTable(show_header=False, box=None, pad_edge=False)
-    table.add_row("written", f"{given.out}/evaluation.json, report.html")
+    table.add_row("written", f"{out}/evaluation.json, report.html")
     table.add_row("guarantee", result.evaluation["guarantee"])
     for attack in result.assessment.attacks:
         table.add_row(attack.name, styled(attack.reading, "red" if attack.significant else ""))
@@ -115,8 +129,6 @@ def evaluate_release(given: EvaluateArguments) -> None:
     table.add_row("memorization", result.assessment.memorization.readings[0])
     table.add_row("utility", headline["utility"]["reading"])
     stdout.print(table)
-    for line in result.warnings:
-        warn(line)
 
 
 evaluate_command = command(EvaluateArguments, evaluate_release)

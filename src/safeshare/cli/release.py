@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safeshare.cli._arguments import (
     argument,
@@ -17,9 +19,12 @@ from safeshare.cli._arguments import (
     total_option,
     unsafe_infer_option,
 )
-from safeshare.cli._output import progress_bar, release_summary, warn
+from safeshare.cli._output import finish, progress_bar, release_summary
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.errors import InputError
+
+if TYPE_CHECKING:
+    from safeshare.release.inputs import Reading
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +141,17 @@ class ReleaseArguments:
     force: bool = force_option()
     quiet: bool = quiet_option()
 
+    def reading(self) -> Reading:
+        """How to read the input: --schema, --engine, --memory-limit, --spark-master."""
+        from safeshare.release.inputs import Reading
+
+        return Reading(
+            schema=self.schema,
+            engine=self.engine,
+            memory_limit=self.memory_limit,
+            spark_master=self.spark_master,
+        )
+
     def total_budget(self) -> PrivacyBudget | None:
         """The dataset's total from --total-epsilon / --total-delta; None when neither is given."""
         if self.total_epsilon is None and self.total_delta is None:
@@ -145,7 +161,7 @@ class ReleaseArguments:
 
 def release_table(given: ReleaseArguments) -> None:
     """Release a sensitive table as DP synthetic data, with a privacy card and a report."""
-    from safeshare.release import release
+    from safeshare.release import SynthesisSettings, release
 
     if given.text_column is not None:
         from safeshare.cli._pe import release_text_command
@@ -157,36 +173,32 @@ def release_table(given: ReleaseArguments) -> None:
     if given.method == "anonymize":  # no DP: no budget, no ledger; the config says what to reach
         _anonymize(given)
         return
+    settings = SynthesisSettings(
+        method=given.method,
+        epsilon=given.epsilon,
+        delta=given.delta,
+        holdout_fraction=given.holdout_fraction,
+        rows=given.rows,
+        unsafe_infer=given.unsafe_infer,
+        output_format=given.output_format,
+        workload=given.workload,
+        max_model_size=given.max_model_size,
+        time_limit=given.time_limit,
+        pe_options=_pe_options(given),
+    )
     with progress_bar(given.quiet) as progress:
         result = release(
             given.data,
             out=given.out,
-            method=given.method,
-            epsilon=given.epsilon,
-            delta=given.delta,
-            schema=given.schema,
-            holdout_fraction=given.holdout_fraction,
-            rows=given.rows,
-            workload=given.workload,
-            max_model_size=given.max_model_size,
-            time_limit=given.time_limit,
-            seed=given.seed,
-            unsafe_infer=given.unsafe_infer,
+            settings=settings,
+            reading=given.reading(),
             ledger=given.ledger,
             total_budget=given.total_budget(),
+            seed=given.seed,
             force=given.force,
             progress=progress,
-            engine=given.engine,
-            memory_limit=given.memory_limit,
-            spark_master=given.spark_master,
-            output_format=given.output_format,
-            pe_options=_pe_options(given),
         )
-    if given.quiet:  # no summary; warnings still print (on stderr)
-        for line in result.warnings:
-            warn(line)
-        return
-    release_summary(result.card, str(given.out), result.warnings)
+    finish(given.quiet, result.warnings, partial(release_summary, result.card, str(given.out)))
 
 
 release_command = command(ReleaseArguments, release_table)
@@ -199,22 +211,20 @@ def _anonymize(given: ReleaseArguments) -> None:
 
     if given.config is None:
         raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
+    if given.schema is not None:
+        raise InputError("--method anonymize reads its columns from --config; drop --schema")
     with progress_bar(given.quiet) as progress:
         result = release_anonymized(
             given.data,
             config=given.config,
             out=given.out,
+            reading=given.reading(),
             force=given.force,
             progress=progress,
-            engine=given.engine,
-            memory_limit=given.memory_limit,
-            spark_master=given.spark_master,
         )
-    if given.quiet:
-        for line in result.warnings:
-            warn(line)
-        return
-    anonymization_summary(result.card, str(given.out), result.warnings)
+    finish(
+        given.quiet, result.warnings, partial(anonymization_summary, result.card, str(given.out))
+    )
 
 
 def _pe_options(given: ReleaseArguments) -> dict[str, object]:

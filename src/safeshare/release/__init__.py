@@ -10,15 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from safeshare.release.pipeline import METHODS, ReleaseResult, release
+    from safeshare.release.inputs import Reading
+    from safeshare.release.pipeline import METHODS, ReleaseResult, SynthesisSettings, release
 
-__all__ = ["METHODS", "ReleaseResult", "release"]
+__all__ = ["METHODS", "Reading", "ReleaseResult", "SynthesisSettings", "release"]
 
 
 def __getattr__(name: str) -> Any:
     """Load the pipeline's public names on first use."""
     if name not in __all__:
         raise AttributeError(f"module 'safeshare.release' has no attribute {name!r}")
-    value = getattr(importlib.import_module("safeshare.release.pipeline"), name)
+    home = "safeshare.release.inputs" if name == "Reading" else "safeshare.release.pipeline"
+    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value

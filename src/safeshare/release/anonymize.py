@@ -16,7 +16,7 @@ are byte for byte those of the in-memory release; only the card's ``engine`` lin
 >>> config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}},
 ...           "sensitive": ["disease"], "privacy": {"k": 2}}
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "release"
->>> result = release_anonymized(frame, config=config, out=out, dataset_name="clinic")
+>>> result = release_anonymized(frame, config=config, out=out, reading=Reading(name="clinic"))
 >>> sorted(p.name for p in out.iterdir())
 ['.safeshare-output', 'anonymized.csv', 'card.json', 'report.html']
 >>> result.card["method"], result.card["models"][0]["achieved"]
@@ -38,8 +38,9 @@ from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan
+from safeshare.errors import InputError
 from safeshare.output_folder import check_output
-from safeshare.release.inputs import EngineInput, FrameInput, ReleaseInput, open_input
+from safeshare.release.inputs import EngineInput, FrameInput, Reading, ReleaseInput, open_input
 from safeshare.release.output import write_csv, write_release
 from safeshare.report.anonymization import render_anonymization_report
 from safeshare.report.card import card_header
@@ -67,20 +68,23 @@ def release_anonymized(
     *,
     config: AnonymizeConfig | Mapping[str, Any] | str | Path,
     out: str | Path,
+    reading: Reading | None = None,
     force: bool = False,
-    dataset_name: str | None = None,
     progress: Progress | None = None,
-    engine: str = "numpy",
-    memory_limit: str | None = None,
-    spark_master: str | None = None,
 ) -> AnonymizedRelease:
     """Anonymize ``source`` under ``config`` and write the release to ``out`` atomically.
 
-    ``engine`` is who reads the table: ``numpy`` (in memory), ``duckdb`` or ``spark`` (where
-    it lies, for tables larger than memory) or ``auto`` (DuckDB for files over 1 GiB when
-    installed); ``memory_limit`` and ``spark_master`` configure them.  The release is the same.
+    ``reading`` names the table and picks who reads it (:class:`Reading`: in memory, or where
+    it lies with DuckDB or Spark, for tables larger than memory); the release is the same.
+    The config declares the columns, so a schema is refused.
     """
     report = progress or no_progress
+    reading = reading or Reading()
+    reading.check()
+    if reading.schema is not None:
+        raise InputError(
+            "anonymization reads its columns from the config; drop the schema from the reading"
+        )
     out = check_output(out, force=force, inputs=(source, config))
     if isinstance(config, str | Path):
         config = AnonymizeConfig.load(config)
@@ -88,10 +92,7 @@ def release_anonymized(
         config = AnonymizeConfig.from_dict(dict(config))
 
     report("reading", 0.0)
-    with open_input(
-        source, None, dataset_name, engine=engine, memory_limit=memory_limit,
-        spark_master=spark_master,
-    ) as data:  # fmt: skip
+    with open_input(source, None, reading) as data:
         result, first, records, described = _anonymized(data, Anonymizer(config), out, report)
         name, fingerprint = data.name, data.fingerprint
 

@@ -13,8 +13,10 @@ write both files atomically.  Any failure writes nothing.
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
 >>> for name, rows in (("train", slice(0, 4000)), ("holdout", slice(4000, 6366)), ("release", slice(0, 2000))):
 ...     frame.iloc[rows].to_csv(tmp / f"{name}.csv", index=False)
->>> result = evaluate_files(tmp / "train.csv", tmp / "holdout.csv", tmp / "release.csv",
-...                         out=tmp / "eval", schema=schema, seed=0, attacks=200, ml=False)
+>>> files = EvaluationFiles(train=tmp / "train.csv", holdout=tmp / "holdout.csv",
+...                         release=tmp / "release.csv", schema=schema)
+>>> result = evaluate_files(files, out=tmp / "eval", options=EvaluationOptions(attacks=200, ml=False),
+...                         seed=0)
 >>> sorted(p.name for p in (tmp / "eval").iterdir())
 ['.safeshare-output', 'evaluation.json', 'report.html']
 >>> "linkage (exact matching)" in result.evaluation["headline"]["risk"]["significant_attacks"]
@@ -44,9 +46,10 @@ from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_co
 from safeshare.data.readers import fingerprint_file, read_frame
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
+from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError
 from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
-from safeshare.evaluate.generalized import cell_sets
+from safeshare.evaluate.generalized import CellSets, cell_sets
 from safeshare.evaluate.results import Proportion
 from safeshare.output_folder import check_output
 from safeshare.release.output import write_release
@@ -72,39 +75,108 @@ class EvaluationResult:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class EvaluationFiles:
+    """The files an evaluation reads: the real train and holdout records and the release, and
+    optionally an attacker's auxiliary table, a schema and ARX-style hierarchies (column ->
+    file) that explain the release's generalized values.
+
+    >>> EvaluationFiles(train="t.csv", holdout="h.csv", release="r.csv").paths()
+    (PosixPath('t.csv'), PosixPath('h.csv'), PosixPath('r.csv'))
+    """
+
+    train: str | Path
+    holdout: str | Path
+    release: str | Path
+    auxiliary: str | Path | None = None
+    schema: Schema | str | Path | None = None
+    hierarchies: Mapping[str, str | Path] = field(default_factory=dict)
+
+    def paths(self) -> tuple[Path, ...]:
+        """Every file named, which the output may not replace."""
+        named = (self.train, self.holdout, self.release, self.auxiliary, self.schema)
+        return tuple(
+            Path(p) for p in (*named, *self.hierarchies.values()) if isinstance(p, str | Path)
+        )
+
+    def main(self) -> dict[str, Path]:
+        """The three files every evaluation reads, by their role."""
+        return {
+            "train": Path(self.train),
+            "holdout": Path(self.holdout),
+            "release": Path(self.release),
+        }
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """The evaluation's inputs read, checked and encoded under one domain."""
+
+    frames: dict[str, pd.DataFrame]
+    decisions: list[ColumnDecision]
+    domain: Domain
+    train: Table
+    holdout: Table
+    released: CellSets
+    auxiliary: Table | None
+    auxiliary_rows: int
+
+
 def evaluate_files(
-    train: str | Path,
-    holdout: str | Path,
-    release: str | Path,
+    files: EvaluationFiles,
     *,
     out: str | Path,
-    auxiliary: str | Path | None = None,
-    schema: Schema | str | Path | None = None,
-    attacks: int = 500,
-    population_size: int | None = None,
-    quasi_identifiers: list[str] | None = None,
-    secrets: list[str] | None = None,
-    ml: bool = True,
-    seed: int | None = None,
+    options: EvaluationOptions | None = None,
     guarantee: str | None = None,
-    hierarchies: Mapping[str, str | Path] | None = None,
+    seed: int | None = None,
     force: bool = False,
     progress: Progress = no_progress,
 ) -> EvaluationResult:
-    """Evaluate ``release`` against ``train`` and ``holdout``; see the module docstring."""
-    inputs = (train, holdout, release, auxiliary, schema, *(hierarchies or {}).values())
-    out = check_output(out, force=force, inputs=inputs)
-    schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
+    """Evaluate ``files.release`` against ``files.train`` and ``files.holdout`` with the attacks
+    and measures of ``options`` (default :class:`EvaluationOptions`); see the module docstring.
+    ``guarantee`` is what the release's maker claims (shown as given)."""
+    out = check_output(out, force=force, inputs=files.paths())
     progress("reading", 0.0)
-    paths = {"train": Path(train), "holdout": Path(holdout), "release": Path(release)}
-    frames = {name: _read(path, schema) for name, path in paths.items()}
-    aux_frame = _read(Path(auxiliary), schema) if auxiliary is not None else None
+    encoded = _encoded(files)
+    rng = Randomness(seed).generator()
+    assessment = assess(
+        encoded.released,
+        encoded.train,
+        encoded.holdout,
+        rng,
+        options or EvaluationOptions(),
+        auxiliary=encoded.auxiliary,
+        progress=lambda step, done: progress(step, 0.05 + 0.85 * done),
+    )
+    warnings = _warnings(encoded, assessment)
+    evaluation = {
+        "safeshare_version": __version__,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "kind": "evaluation",
+        "guarantee": guarantee or "unknown: the evaluation does not know how the release was made",
+        **_described_inputs(files, encoded),
+        "seed": seed,
+        "not_dp": [NOT_DP],
+        **assessment.to_dict(),
+        "warnings": warnings,
+    }
+    progress("writing", 0.9)
+    html = render_evaluation_report(
+        evaluation, assessment, train=encoded.train, release=encoded.released.impute(rng)
+    )
+    write_release(out, {"evaluation.json": to_json(evaluation), "report.html": html}, force)
+    progress("done", 1.0)
+    return EvaluationResult(out, evaluation, assessment, warnings)
+
+
+def _encoded(files: EvaluationFiles) -> _Encoded:
+    """Read the files, check they fit together, and encode them under one domain."""
+    schema = Schema.load(files.schema) if isinstance(files.schema, str | Path) else files.schema
+    frames = {name: _read(path, schema) for name, path in files.main().items()}
+    aux_frame = _read(Path(files.auxiliary), schema) if files.auxiliary is not None else None
     _check_columns(frames, aux_frame)
     domain, decisions = evaluation_domain(frames["train"], frames["holdout"], schema)
-    kept = [d for d in decisions if d.modelled]
-    train_table, _ = encode_frame(frames["train"], domain)
-    holdout_table, _ = encode_frame(frames["holdout"], domain)
-    nodes = {name: read_hierarchy(path) for name, path in (hierarchies or {}).items()}
+    nodes = {name: read_hierarchy(path) for name, path in files.hierarchies.items()}
     unknown = [name for name in nodes if name not in domain]
     if unknown:
         raise InputError(
@@ -112,28 +184,24 @@ def evaluate_files(
         )
     released = cell_sets(frames["release"], domain, nodes)
     _check_release(released)
-    aux_table = _auxiliary(aux_frame, domain) if aux_frame is not None else None
-
-    warnings = _overlap_warning(frames, [d.name for d in decisions if d.role is Role.IDENTIFIER])
-    dropped = [f"{d.name} ({d.reason})" for d in decisions if not d.modelled]
-    rng = np.random.default_rng(seed)
-    options = EvaluationOptions(
-        attacks=attacks,
-        quasi_identifiers=tuple(quasi_identifiers) if quasi_identifiers else None,
-        secrets=tuple(secrets) if secrets else None,
-        population_size=population_size,
-        ml=ml,
-    )
-    assessment = assess(
+    return _Encoded(
+        frames,
+        decisions,
+        domain,
+        encode_frame(frames["train"], domain)[0],
+        encode_frame(frames["holdout"], domain)[0],
         released,
-        train_table,
-        holdout_table,
-        rng,
-        options,
-        auxiliary=aux_table,
-        progress=lambda step, done: progress(step, 0.05 + 0.85 * done),
+        _auxiliary(aux_frame, domain) if aux_frame is not None else None,
+        len(aux_frame) if aux_frame is not None else 0,
     )
+
+
+def _warnings(encoded: _Encoded, assessment: Assessment) -> list[str]:
+    """What the reader should know: overlapping holdout, the suite's warnings, odd values."""
+    identifiers = [d.name for d in encoded.decisions if d.role is Role.IDENTIFIER]
+    warnings = _overlap_warning(encoded.frames, identifiers)
     warnings += list(assessment.warnings)
+    released = encoded.released
     if released.is_generalized:
         warnings.append(
             "the release holds generalized values ("
@@ -146,38 +214,33 @@ def evaluate_files(
             "released values that are neither values, intervals, sets nor masks were read as "
             f"'any value' ({unexplained}); give a schema with their categories to match them"
         )
-    evaluation = {
-        "safeshare_version": __version__,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "kind": "evaluation",
-        "guarantee": guarantee or "unknown: the evaluation does not know how the release was made",
+    return warnings
+
+
+def _described_inputs(files: EvaluationFiles, encoded: _Encoded) -> dict[str, Any]:
+    """The JSON's account of what was read: files, domain source, columns kept and dropped."""
+    kept = [d for d in encoded.decisions if d.modelled]
+    return {
         "inputs": {
-            name: {"name": path.name, "sha256": fingerprint_file(path), "rows": len(frames[name])}
-            for name, path in paths.items()
+            name: {
+                "name": path.name,
+                "sha256": fingerprint_file(path),
+                "rows": len(encoded.frames[name]),
+            }
+            for name, path in files.main().items()
         },
         "auxiliary": None
-        if auxiliary is None
-        else {"name": Path(auxiliary).name, "rows": len(aux_frame) if aux_frame is not None else 0},
+        if files.auxiliary is None
+        else {"name": Path(files.auxiliary).name, "rows": encoded.auxiliary_rows},
         "domain_source": "schema"
         if all(d.source is Source.SCHEMA for d in kept)
         else "training and holdout data, not DP",
         "columns": {
-            d.name: {"kind": str(d.kind), "role": str(d.role), "codes": domain[d.name].size}
+            d.name: {"kind": str(d.kind), "role": str(d.role), "codes": encoded.domain[d.name].size}
             for d in kept
         },
-        "dropped_columns": dropped,
-        "seed": seed,
-        "not_dp": [NOT_DP],
-        **assessment.to_dict(),
-        "warnings": warnings,
+        "dropped_columns": [f"{d.name} ({d.reason})" for d in encoded.decisions if not d.modelled],
     }
-    progress("writing", 0.9)
-    html = render_evaluation_report(
-        evaluation, assessment, train=train_table, release=released.impute(rng)
-    )
-    write_release(out, {"evaluation.json": to_json(evaluation), "report.html": html}, force)
-    progress("done", 1.0)
-    return EvaluationResult(out, evaluation, assessment, warnings)
 
 
 def read_hierarchy(path: str | Path) -> dict[str, set[str]]:

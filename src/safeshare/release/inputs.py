@@ -154,28 +154,58 @@ class ReleaseInput(Protocol):
     ) -> None: ...
 
 
-def open_input(
-    source: str | Path | pd.DataFrame,
-    schema: Schema | None,
-    dataset_name: str | None,
-    *,
-    engine: str = "auto",
-    memory_limit: str | None = None,
-    spark_master: str | None = None,
-) -> ReleaseInput:
-    """The input for ``engine`` ("auto" picks DuckDB for files over 1 GiB when it is installed).
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """How a job reads its sensitive table: the schema, the name the ledger and the card give
+    it, and the engine that counts it.
 
-    Spark also reads URIs (``hdfs://``, ``s3a://``); ``spark_master`` defaults to what
-    ``spark-submit`` gives, else ``local[2]``.
+    ``engine``: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at
+    most ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, else what
+    ``spark-submit`` gives, else ``local[2]``; Spark also reads ``hdfs://`` and ``s3a://``
+    URIs), ``auto`` DuckDB for files over 1 GiB when it is installed; the release is the same.
+
+    >>> Reading(engine="duckdb", memory_limit="1GB").engine
+    'duckdb'
+    >>> Reading(engine="pandas").check()
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: unknown engine 'pandas'; choose one of ['auto', 'numpy', 'duckdb', 'spark']
     """
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine {engine!r}; choose one of {list(ENGINES)}")
+
+    schema: Schema | str | Path | None = None
+    name: str | None = None
+    engine: str = "auto"
+    memory_limit: str | None = None
+    spark_master: str | None = None
+
+    def check(self) -> None:
+        """Refuse an unknown engine before anything is read."""
+        if self.engine not in ENGINES:
+            raise InputError(f"unknown engine {self.engine!r}; choose one of {list(ENGINES)}")
+
+    def loaded_schema(self) -> Schema | None:
+        """The schema, loaded from its file when a path was given."""
+        if isinstance(self.schema, str | Path):
+            return Schema.load(self.schema)
+        return self.schema
+
+    def files(self) -> tuple[Path, ...]:
+        """The files this reading names beside the input (the output may not replace them)."""
+        return (Path(self.schema),) if isinstance(self.schema, str | Path) else ()
+
+
+def open_input(
+    source: str | Path | pd.DataFrame, schema: Schema | None, reading: Reading
+) -> ReleaseInput:
+    """The input as ``reading`` asks (``schema`` is its loaded schema)."""
+    reading.check()
+    engine, name = reading.engine, reading.name
     if isinstance(source, pd.DataFrame):
         if engine in ("duckdb", "spark"):
             raise InputError(f"the {engine} engine reads files; give a CSV or Parquet path")
-        return FrameInput.from_frame(source, dataset_name)
+        return FrameInput.from_frame(source, name)
     if engine == "spark":
-        return EngineInput.open_spark(source, schema, dataset_name, spark_master)
+        return EngineInput.open_spark(source, schema, name, reading.spark_master)
     if isinstance(source, str) and "://" in source:
         raise InputError(
             f"{source!r} is a URI; only --engine spark reads URIs (give a local path otherwise)"
@@ -184,9 +214,9 @@ def open_input(
     if engine == "auto":
         engine = "duckdb" if _input_bytes(path) > AUTO_DUCKDB_BYTES and _has_duckdb() else "numpy"
     if engine == "numpy":
-        return FrameInput.from_file(path, schema, dataset_name)
+        return FrameInput.from_file(path, schema, name)
     return EngineInput.open_duckdb(
-        path, schema, dataset_name, memory_limit or default_memory_limit()
+        path, schema, name, reading.memory_limit or default_memory_limit()
     )
 
 

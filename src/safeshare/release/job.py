@@ -45,6 +45,18 @@ class Bill:
 
 
 @dataclass(frozen=True)
+class Job:
+    """Where a release is written and who pays: the checked output folder, the ledger, the
+    seed (reproducible, and *not* private against whoever knows it) and whether an earlier
+    release in the folder may be replaced."""
+
+    out: Path
+    ledger: Ledger | str | Path | None = None
+    seed: int | None = None
+    force: bool = False
+
+
+@dataclass(frozen=True)
 class Payment:
     """The ledger a run was charged in and the spend (resumed or new)."""
 

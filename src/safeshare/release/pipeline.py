@@ -10,8 +10,9 @@ three are complete.
 >>> from safeshare.data.examples import load_example
 >>> frame, schema = load_example("fair")
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
->>> result = release(frame, schema=schema, out=tmp / "out", epsilon=1.0, seed=0,
-...                  ledger=tmp / "ledger.sqlite", dataset_name="fair")
+>>> result = release(frame, out=tmp / "out", settings=SynthesisSettings(epsilon=1.0),
+...                  reading=Reading(schema=schema, name="fair"), ledger=tmp / "ledger.sqlite",
+...                  seed=0)
 >>> sorted(p.name for p in (tmp / "out").iterdir())
 ['.safeshare-output', 'card.json', 'report.html', 'synthetic.csv']
 >>> result.card["domain_source"], result.card["secure_noise"]
@@ -42,7 +43,7 @@ from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
-from safeshare.dp.budget import PrivacyBudget, epsilon_from_rho
+from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, epsilon_from_rho
 from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Spellings, Target, plan_discovery
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
@@ -52,8 +53,8 @@ from safeshare.evaluate.neutral import value_utility
 from safeshare.evaluate.risk import memorization_risk, risk_from_memorization
 from safeshare.evaluate.suite import release_utility
 from safeshare.output_folder import check_output
-from safeshare.release.inputs import EVALUATION_ROWS, Parts, ReleaseInput, open_input
-from safeshare.release.job import Bill, Payment, paid
+from safeshare.release.inputs import EVALUATION_ROWS, Parts, Reading, ReleaseInput, open_input
+from safeshare.release.job import Bill, Job, Payment, paid
 from safeshare.release.output import (
     OUTPUT_FORMATS,
     SampledRelease,
@@ -84,114 +85,98 @@ class ReleaseResult:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class SynthesisSettings:
+    """What a synthesis release computes: the method, its budget and the technique's options.
+
+    ``rows``: records to write (default: the synthesizer's own, about the input's size).
+    ``unsafe_infer`` decides the domains of the columns the schema leaves open from the data
+    *without* DP (the card says so).  ``output_format`` writes ``synthetic.csv`` or
+    ``synthetic.parquet`` (streamed, for large releases).  ``workload``, ``max_model_size`` and
+    ``time_limit`` are AIM's; ``pe_options`` go to
+    :class:`~safeshare.synth.pe.synthesizer.TabularPE` (``iterations``,
+    ``samples_per_iteration``, ``variation_degrees``, ``checkpoint``).
+
+    >>> SynthesisSettings(method="aim", epsilon=2.0).budget
+    PrivacyBudget(epsilon=2.0, delta=1e-09)
+    >>> SynthesisSettings(method="gan").check()
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: unknown method 'gan'; choose one of ['mst', 'aim', 'pe']
+    """
+
+    method: str = "mst"
+    epsilon: float = 1.0
+    delta: float = 1e-9
+    holdout_fraction: float = 0.2
+    rows: int | None = None
+    unsafe_infer: bool = False
+    output_format: str = "csv"
+    workload: str | Path | None = None
+    max_model_size: float = 80.0
+    time_limit: float | None = None
+    pe_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        """This release's budget (checked when built)."""
+        return PrivacyBudget(self.epsilon, self.delta)
+
+    def check(self) -> None:
+        """Refuse an unknown method, budget, format or row count before anything is read."""
+        if self.method not in METHODS:
+            hint = (
+                ": anonymization is not DP synthesis, call "
+                "safeshare.release.anonymize.release_anonymized(source, config=..., out=...)"
+                if self.method == "anonymize"
+                else ""
+            )
+            raise InputError(f"unknown method {self.method!r}; choose one of {list(METHODS)}{hint}")
+        check_epsilon(self.epsilon)
+        check_delta(self.delta)
+        if self.output_format not in OUTPUT_FORMATS:
+            raise InputError(
+                f"unknown output format {self.output_format!r}; "
+                f"choose one of {list(OUTPUT_FORMATS)}"
+            )
+        if self.rows is not None and self.rows < 1:
+            raise InputError(f"rows must be at least 1, got {self.rows}")
+
+
 def release(
     source: str | Path | pd.DataFrame,
     *,
     out: str | Path,
-    method: str = "mst",
-    epsilon: float = 1.0,
-    delta: float = 1e-9,
-    schema: Schema | str | Path | None = None,
-    holdout_fraction: float = 0.2,
-    rows: int | None = None,
-    workload: str | Path | None = None,
-    max_model_size: float = 80.0,
-    time_limit: float | None = None,
-    seed: int | None = None,
-    unsafe_infer: bool = False,
+    settings: SynthesisSettings | None = None,
+    reading: Reading | None = None,
     ledger: Ledger | str | Path | None = None,
     total_budget: PrivacyBudget | None = None,
+    seed: int | None = None,
     force: bool = False,
-    dataset_name: str | None = None,
     progress: Progress | None = None,
-    engine: str = "auto",
-    memory_limit: str | None = None,
-    spark_master: str | None = None,
-    output_format: str = "csv",
-    pe_options: Mapping[str, Any] | None = None,
 ) -> ReleaseResult:
     """Release ``source`` as DP synthetic data; see the module docstring for the steps.
 
-    ``total_budget`` is the dataset's total in the ledger when it is seen for the
-    first time (default: this release's own budget).  ``seed`` makes the run
-    reproducible and *not* private against whoever knows the seed (anonymization, which is
-    not DP, is :func:`safeshare.release.anonymize.release_anonymized`).  ``engine`` picks who
-    counts: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at most
-    ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, or what ``spark-submit``
-    gives), ``auto`` by the input's size; the release is the same.  ``output_format`` writes
-    the records as ``synthetic.csv`` or ``synthetic.parquet`` (streamed, for large releases).
-    ``method="pe"``: tabular Private Evolution; ``pe_options`` go to
-    :class:`~safeshare.synth.pe.synthesizer.TabularPE` (``iterations``,
-    ``samples_per_iteration``, ``variation_degrees``).
+    ``settings`` say what to compute (:class:`SynthesisSettings`: method, budget, options),
+    ``reading`` how to read the input (:class:`~safeshare.release.inputs.Reading`: schema,
+    name, engine).  ``total_budget`` is the dataset's total in the ``ledger`` when it is seen
+    for the first time (default: this release's own budget).  ``seed`` makes the run
+    reproducible and *not* private against whoever knows the seed.  Anonymization, which is
+    not DP, is :func:`safeshare.release.anonymize.release_anonymized`.
     """
-    if method not in METHODS:
-        hint = (
-            ": anonymization is not DP synthesis, call "
-            "safeshare.release.anonymize.release_anonymized(source, config=..., out=...)"
-            if method == "anonymize"
-            else ""
-        )
-        raise InputError(f"unknown method {method!r}; choose one of {list(METHODS)}{hint}")
+    settings = settings or SynthesisSettings()
+    reading = reading or Reading()
+    settings.check()
+    reading.check()
+    inputs = (source, *reading.files(), settings.workload, ledger)
+    job = Job(check_output(out, force=force, inputs=inputs), ledger, seed, force)
+    schema = reading.loaded_schema()
     report = progress or no_progress
-    budget = PrivacyBudget(epsilon, delta)
-    out = check_output(out, force=force, inputs=(source, schema, workload, ledger))
-    if output_format not in OUTPUT_FORMATS:
-        raise InputError(
-            f"unknown output format {output_format!r}; choose one of {list(OUTPUT_FORMATS)}"
-        )
-    if rows is not None and rows < 1:
-        raise InputError(f"rows must be at least 1, got {rows}")
-    schema = Schema.load(schema) if isinstance(schema, str | Path) else schema
-
     report("reading", 0.0)
-    with open_input(
-        source,
-        schema,
-        dataset_name,
-        engine=engine,
-        memory_limit=memory_limit,
-        spark_master=spark_master,
-    ) as data:
-        settings = ReleaseSettings(
-            out=out,
-            method=method,
-            budget=budget,
-            schema=schema,
-            holdout_fraction=holdout_fraction,
-            rows=rows,
-            seed=seed,
-            unsafe_infer=unsafe_infer,
-            ledger=ledger,
-            total_budget=total_budget,
-            force=force,
-            output_format=output_format,
-            synthesizer_options={
-                "workload": workload,
-                "max_model_size": max_model_size,
-                "time_limit": time_limit,
-                "pe_options": dict(pe_options or {}),
-            },
-        )
-        return _release_input(data, settings, report)
-
-
-@dataclass(frozen=True)
-class ReleaseSettings:
-    """What a synthesis release is asked beside its input, checked once by :func:`release`."""
-
-    out: Path
-    method: str
-    budget: PrivacyBudget
-    schema: Schema | None
-    holdout_fraction: float
-    rows: int | None
-    seed: int | None
-    unsafe_infer: bool
-    ledger: Ledger | str | Path | None
-    total_budget: PrivacyBudget | None
-    force: bool
-    output_format: str
-    synthesizer_options: Mapping[str, Any]
+    with open_input(source, schema, reading) as data:
+        bill = Bill(data.fingerprint, data.name, settings.budget, f"release {settings.method}",
+                    total_budget)  # fmt: skip
+        return _release_input(data, settings, schema, job, bill, report)
 
 
 @dataclass(frozen=True)
@@ -212,14 +197,17 @@ class _Plan:
 
 
 def _release_input(
-    data: ReleaseInput, settings: ReleaseSettings, report: Progress
+    data: ReleaseInput,
+    settings: SynthesisSettings,
+    schema: Schema | None,
+    job: Job,
+    bill: Bill,
+    report: Progress,
 ) -> ReleaseResult:
     """The release of one opened input (see :func:`release`): plan, one spend, then run."""
-    plan = _plan(data, settings, report)
-    label = f"release {settings.method}"
-    bill = Bill(data.fingerprint, data.name, settings.budget, label, settings.total_budget)
+    plan = _plan(data, settings, schema, job.seed, report)
     # an engine's failed job refunds the spend: nothing is released before the final write
-    with paid(settings.ledger, bill, plan.checkpoint) as payment:
+    with paid(job.ledger, bill, plan.checkpoint) as payment:
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
             plan.decisions,
@@ -235,8 +223,10 @@ def _release_input(
         synthesizer = plan.synthesizer
         synthesizer.fit(parts.train)
         rows_out = synthesizer.default_rows() if settings.rows is None else settings.rows
-        out, output_format = settings.out, settings.output_format
-        sampled = sample_release(synthesizer, rows_out, plan.rng, out.parent, output_format)
+        out = job.out
+        sampled = sample_release(
+            synthesizer, rows_out, plan.rng, out.parent, settings.output_format
+        )
         try:  # a streamed file never outlives a failed run
             report("evaluating", 0.8)
             card, html = _evaluated(data, settings, plan, parts, sampled, domain, notes, payment)
@@ -246,7 +236,7 @@ def _release_input(
                 "card.json": card,
                 "report.html": html,
             }
-            write_release(out, files, settings.force)
+            write_release(out, files, job.force)
         finally:
             sampled.discard()
     report("done", 1.0)
@@ -257,12 +247,18 @@ def _release_input(
     return ReleaseResult(out, card, sampled.first_frame, warnings)
 
 
-def _plan(data: ReleaseInput, settings: ReleaseSettings, report: Progress) -> _Plan:
+def _plan(
+    data: ReleaseInput,
+    settings: SynthesisSettings,
+    schema: Schema | None,
+    seed: int | None,
+    report: Progress,
+) -> _Plan:
     """Split, decide the columns and plan every mechanism; refuse what cannot work, all
     before the spend (the rows discovery reads are fetched here too: a failed engine job
     costs nothing)."""
-    budget, schema, method = settings.budget, settings.schema, settings.method
-    rand = Randomness(settings.seed)
+    budget, method = settings.budget, settings.method
+    rand = Randomness(seed)
     rng = rand.generator()
     discovery_noise, synthesis_noise = rand.spawn(2)  # a stream of its own for each mechanism
     n_train, n_holdout = data.split(settings.holdout_fraction, RowOrder.draw(rng))
@@ -278,13 +274,7 @@ def _plan(data: ReleaseInput, settings: ReleaseSettings, report: Progress) -> _P
         )
     discovery, rho = _plan_discovery(budget, modelled)
     synthesizer = _synthesizer(
-        method,
-        rho,
-        budget.delta,
-        synthesis_noise,
-        _subrange(report, 0.2, 0.8),
-        constraints=constraints,
-        **settings.synthesizer_options,
+        settings, rho, synthesis_noise, _subrange(report, 0.2, 0.8), constraints
     )
     planned = Accountant(
         [*discovery.events, *synthesizer.privacy_events([d.name for d in modelled])]
@@ -314,7 +304,7 @@ def _plan(data: ReleaseInput, settings: ReleaseSettings, report: Progress) -> _P
 
 def _evaluated(
     data: ReleaseInput,
-    settings: ReleaseSettings,
+    settings: SynthesisSettings,
     plan: _Plan,
     parts: Parts,
     sampled: SampledRelease,
@@ -416,26 +406,22 @@ def _plan_discovery(
 
 
 def _synthesizer(
-    method: str,
+    settings: SynthesisSettings,
     rho: float,
-    delta: float,
     noise: Randomness,
     progress: Progress,
-    *,
-    workload: str | Path | None,
-    max_model_size: float,
-    time_limit: float | None,
     constraints: list[dict[str, Any]],
-    pe_options: dict[str, Any],
 ) -> MST | AIM | TabularPE:
-    if method == "pe":
-        return TabularPE(rho=rho, delta=delta, rng=noise, progress=progress, **pe_options)
-    if method == "aim":
+    """The method's synthesizer for the ``rho`` left after discovery, on its own stream."""
+    if settings.method == "pe":
+        options = dict(settings.pe_options)
+        return TabularPE(rho=rho, delta=settings.delta, rng=noise, progress=progress, **options)
+    if settings.method == "aim":
         return AIM(
             rho=rho,
-            workload=workload,
-            max_model_size=max_model_size,
-            time_limit=time_limit,
+            workload=settings.workload,
+            max_model_size=settings.max_model_size,
+            time_limit=settings.time_limit,
             constraints=constraints,
             rng=noise,
             progress=progress,

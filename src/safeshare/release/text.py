@@ -14,9 +14,10 @@ the spend): a run stopped by an unreachable model server resumes there without p
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
 >>> reviews = pd.DataFrame({"text": ["Great food.", "The staff was rude."] * 200,
 ...                         "label": ["1", "0"] * 200})
->>> result = release_text(reviews, out=tmp / "out", text_column="text", label_column="label",
-...                       label_names={"0": "negative", "1": "positive"}, epsilon=4.0,
-...                       delta=1e-5, iterations=2, samples=20, seed=0, evaluate=False,
+>>> settings = TextSynthesisSettings(text_column="text", label_column="label",
+...     label_names={"0": "negative", "1": "positive"}, epsilon=4.0, delta=1e-5, iterations=2,
+...     samples=20, evaluate=False)
+>>> result = release_text(reviews, out=tmp / "out", settings=settings, seed=0,
 ...                       ledger=tmp / "ledger.sqlite")
 >>> sorted(p.name for p in (tmp / "out").iterdir())
 ['.safeshare-output', 'card.json', 'report.html', 'synthetic.csv']
@@ -27,7 +28,7 @@ the spend): a run stopped by an unreachable model server resumes there without p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Kind
 from safeshare.data.row_order import RowOrder
 from safeshare.dp.accountant import Accountant
-from safeshare.dp.budget import PrivacyBudget
+from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.discovery import DiscoveryPlan, Target, plan_discovery
 from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.gdp import gdp_mu
@@ -48,7 +49,7 @@ from safeshare.errors import BudgetError, InputError, ModelAPIError
 from safeshare.evaluate.split import holdout_size
 from safeshare.evaluate.text import text_metrics
 from safeshare.output_folder import check_output
-from safeshare.release.job import Bill, Payment, charge
+from safeshare.release.job import Bill, Job, Payment, charge
 from safeshare.release.output import write_release
 from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ReleaseResult, read_input
 from safeshare.release.resume import save_results
@@ -109,100 +110,90 @@ def release_text(
     source: str | Path | pd.DataFrame,
     *,
     out: str | Path,
-    text_column: str,
-    label_column: str | None = None,
-    label_names: Mapping[str, str] | None = None,
-    backend: TextBackend | None = None,
-    epsilon: float = 1.0,
-    delta: float = 1e-9,
-    iterations: int = DEFAULT_ITERATIONS,
-    samples: int | None = None,
-    lookahead: int = 0,
-    neighbour_search: str = "auto",
-    holdout_fraction: float = 0.2,
-    rows: int | None = None,
-    seed: int | None = None,
+    settings: TextSynthesisSettings,
     ledger: Ledger | str | Path | None = None,
     total_budget: PrivacyBudget | None = None,
+    seed: int | None = None,
     force: bool = False,
-    checkpoint: str | Path | None = None,
     dataset_name: str | None = None,
-    evaluate: bool = True,
-    resume_command: str | None = None,
-    embedder: Any = None,
     progress: Progress | None = None,
 ) -> ReleaseResult:
-    """Release synthetic text (see the module docstring).  ``embedder`` defaults to MiniLM.
+    """Release synthetic text as ``settings`` ask (see the module docstring).
 
-    The keyword arguments are the library's edge: they are checked once into a frozen
-    :class:`TextReleaseSettings`, which is all the steps below see.
+    ``total_budget`` is the dataset's total in the ``ledger`` when it is seen for the first
+    time (default: this release's own budget); ``seed`` makes the run reproducible and *not*
+    private against whoever knows it.
     """
-    backend = backend or TextBackend()
-    backend.column = text_column
-    backend.check()
-    samples = DEFAULT_SAMPLES[backend.kind] if samples is None else samples
-    budget = PrivacyBudget(epsilon, delta)
-    settings = TextReleaseSettings(
-        out=check_output(out, force=force, inputs=(source, ledger, checkpoint)),
-        text_column=text_column,
-        label_column=label_column,
-        label_names=dict(label_names or {}),
-        backend=backend,
-        budget=budget,
-        iterations=iterations,
-        samples=samples,
-        lookahead=lookahead,
-        neighbour_search=check_search(neighbour_search),
-        holdout_fraction=holdout_fraction,
-        rows=rows,
-        seed=seed,
-        ledger=ledger,
-        total_budget=total_budget,
-        force=force,
-        checkpoint=Path(checkpoint) if checkpoint is not None else None,
-        evaluate=evaluate,
-        resume_command=resume_command,
-    )
+    settings.backend.column = settings.text_column
+    settings.backend.check()
     settings.check()
+    inputs = (source, ledger, settings.checkpoint)
+    job = Job(check_output(out, force=force, inputs=inputs), ledger, seed, force)
     report = progress or no_progress
     report("reading", 0.0)
     frame, fingerprint, name = read_input(source, None, dataset_name)
-    embed = CachedEmbedder(embedder or MiniLMEmbedder(column=text_column), text_column)
-    return _release_frame(
-        frame,
-        Bill(fingerprint, name, settings.budget, "release pe (text)", total_budget),
-        settings,
-        embed,
-        report,
-    )
+    embedder = settings.embedder or MiniLMEmbedder(column=settings.text_column)
+    embed = CachedEmbedder(embedder, settings.text_column)
+    bill = Bill(fingerprint, name, settings.budget, "release pe (text)", total_budget)
+    return _release_frame(frame, bill, settings, job, embed, report)
 
 
-@dataclass(frozen=True)
-class TextReleaseSettings:
-    """What a text release is asked beside its input, checked once by :func:`release_text`."""
+@dataclass(frozen=True, kw_only=True)
+class TextSynthesisSettings:
+    """What a text release computes: the columns, the model API, the budget and PE's sizes.
 
-    out: Path
+    ``label_names`` are the labels' public names (value -> name; without them the labels are
+    found with DP).  ``samples``: texts per iteration (default by API: 400 for ``word``, 100
+    for a model).  ``rows``: texts to write (default: the final population).  ``checkpoint``
+    keeps finished iterations and the spend's receipt, so a run the model server stops
+    resumes without paying again; ``resume_command`` is the command the error then names.
+    ``embedder`` is the space PE votes in (default MiniLM); ``evaluate=False`` skips the
+    data owner's (not DP) utility and copy measures.
+
+    >>> TextSynthesisSettings(text_column="review", epsilon=4.0).samples_per_iteration
+    400
+    >>> TextSynthesisSettings(text_column="review", label_names={"0": "bad"}).check()
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: --label-names needs --label-column (the column holding the labels)
+    """
+
     text_column: str
-    label_column: str | None
-    label_names: dict[str, str]
-    backend: TextBackend
-    budget: PrivacyBudget
-    iterations: int
-    samples: int
-    lookahead: int
-    neighbour_search: str
-    holdout_fraction: float
-    rows: int | None
-    seed: int | None
-    ledger: Ledger | str | Path | None
-    total_budget: PrivacyBudget | None
-    force: bool
-    checkpoint: Path | None
-    evaluate: bool
-    resume_command: str | None
+    label_column: str | None = None
+    label_names: Mapping[str, str] = field(default_factory=dict)
+    backend: TextBackend = field(default_factory=TextBackend)
+    epsilon: float = 1.0
+    delta: float = 1e-9
+    iterations: int = DEFAULT_ITERATIONS
+    samples: int | None = None
+    lookahead: int = 0
+    neighbour_search: str = "auto"
+    holdout_fraction: float = 0.2
+    rows: int | None = None
+    checkpoint: Path | None = None
+    resume_command: str | None = None
+    embedder: Any = None
+    evaluate: bool = True
+
+    def __post_init__(self) -> None:
+        if self.checkpoint is not None:  # a path given as text
+            object.__setattr__(self, "checkpoint", Path(self.checkpoint))
+
+    @property
+    def samples_per_iteration(self) -> int:
+        """``samples``, else the API's default."""
+        return DEFAULT_SAMPLES[self.backend.kind] if self.samples is None else self.samples
+
+    @property
+    def budget(self) -> PrivacyBudget:
+        """This release's budget."""
+        return PrivacyBudget(self.epsilon, self.delta)
 
     def check(self) -> None:
-        """Refuse sizes no run can use and label names without a label column."""
+        """Refuse a bad budget, sizes no run can use and label names without a label column."""
+        check_epsilon(self.epsilon)
+        check_delta(self.delta)
+        check_search(self.neighbour_search)
         for name, value in (
             ("iterations", self.iterations),
             ("samples", self.samples),
@@ -245,7 +236,7 @@ class _TextPlan:
 class _Evolutions:
     """Builds the PE model of a run: one over all texts, or one per label."""
 
-    settings: TextReleaseSettings
+    settings: TextSynthesisSettings
     embed: CachedEmbedder
     options: dict[str, Any]
     report: Progress
@@ -270,13 +261,14 @@ class _Evolutions:
 def _release_frame(
     frame: pd.DataFrame,
     bill: Bill,
-    settings: TextReleaseSettings,
+    settings: TextSynthesisSettings,
+    job: Job,
     embed: CachedEmbedder,
     report: Progress,
 ) -> ReleaseResult:
     """Split, plan, charge once, find the labels, evolve, evaluate, write."""
     frame = _text_columns(frame, settings)
-    rand = Randomness(settings.seed)
+    rand = Randomness(job.seed)
     rows_rng = rand.generator()
     discovery_noise, evolution_noise = rand.spawn(2)  # a stream of its own for each mechanism
     train, holdout = _split(frame, settings.holdout_fraction, rows_rng)
@@ -285,10 +277,10 @@ def _release_frame(
         plan.planned,
         len(train),
         max(1, len(settings.label_names)),
-        settings.samples,
+        settings.samples_per_iteration,
     )
     # no refund on failure: the model's server has seen samples the DP votes chose
-    payment = charge(settings.ledger, bill, settings.checkpoint)
+    payment = charge(job.ledger, bill, settings.checkpoint)
     notes: list[str] = []
     if payment.spend.resumed:
         notes.append(
@@ -310,17 +302,20 @@ def _release_frame(
         "rows_holdout": len(holdout),
         "rows_out": len(synthetic),
     }
-    card = _card(settings, plan, model, bill, labels, sizes, metrics, payment, notes, rand.secure)
+    outcome = _Outcome(labels, sizes, metrics, notes, rand.secure)
+    card = _card(settings, plan, model, bill, payment, outcome)
     report("writing", 0.95)
     html = render_text_report(card)
     files: dict[str, Any] = {"synthetic.csv": synthetic, "card.json": card, "report.html": html}
-    write_release(settings.out, files, settings.force)
+    write_release(job.out, files, job.force)
     report("done", 1.0)
-    return ReleaseResult(settings.out, card, synthetic, _warnings(notes, settings.backend))
+    return ReleaseResult(job.out, card, synthetic, _warnings(notes, settings.backend))
 
 
 def _evolved(
-    model: LabelledEvolution | PrivateEvolution, train: pd.DataFrame, settings: TextReleaseSettings
+    model: LabelledEvolution | PrivateEvolution,
+    train: pd.DataFrame,
+    settings: TextSynthesisSettings,
 ) -> pd.DataFrame:
     """Private Evolution on ``train``; a model server that stops answering says how to resume."""
     try:
@@ -337,7 +332,7 @@ def _metrics(
     synthetic: pd.DataFrame,
     train: pd.DataFrame,
     holdout: pd.DataFrame,
-    settings: TextReleaseSettings,
+    settings: TextSynthesisSettings,
     embed: CachedEmbedder,
 ) -> dict[str, Any]:
     """Utility and copies of the synthetic texts (not DP: for the data owner, as the card says)."""
@@ -351,7 +346,7 @@ def _metrics(
     )
 
 
-def _text_columns(frame: pd.DataFrame, settings: TextReleaseSettings) -> pd.DataFrame:
+def _text_columns(frame: pd.DataFrame, settings: TextSynthesisSettings) -> pd.DataFrame:
     """The text (as strings, missing as empty) and label columns; a missing one is refused."""
     for column in settings.columns:
         if column not in frame.columns:
@@ -376,7 +371,7 @@ def _split(
 
 
 def _plan(
-    settings: TextReleaseSettings, embed: CachedEmbedder, noise: Randomness, report: Progress
+    settings: TextSynthesisSettings, embed: CachedEmbedder, noise: Randomness, report: Progress
 ) -> _TextPlan:
     """Every step's noise from the budget, checked by the GDP accountant before the spend."""
     delta = settings.budget.delta
@@ -392,7 +387,7 @@ def _plan(
         "delta": delta - delta_thresholds,
         "rho": rho - rho_labels,
         "iterations": settings.iterations,
-        "samples_per_iteration": settings.samples,
+        "samples_per_iteration": settings.samples_per_iteration,
         "lookahead": settings.lookahead,
         "neighbour_search": settings.neighbour_search,
         "rng": noise,
@@ -406,7 +401,7 @@ def _plan(
 
 def _labelled_train(
     train: pd.DataFrame,
-    settings: TextReleaseSettings,
+    settings: TextSynthesisSettings,
     plan: _TextPlan,
     noise: Randomness,
     payment: Payment,
@@ -424,36 +419,45 @@ def _labelled_train(
     return labels, train.loc[kept].assign(**{column: train.loc[kept, column].astype(str)})
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What a text release found and measured, for its card."""
+
+    labels: list[str]
+    sizes: dict[str, int]
+    metrics: dict[str, Any]
+    notes: list[str]
+    secure_noise: bool
+
+
 def _card(
-    settings: TextReleaseSettings,
+    settings: TextSynthesisSettings,
     plan: _TextPlan,
     model: LabelledEvolution | PrivateEvolution,
     bill: Bill,
-    labels: list[str],
-    sizes: dict[str, int],
-    metrics: dict[str, Any],
     payment: Payment,
-    notes: list[str],
-    secure_noise: bool,
+    outcome: _Outcome,
 ) -> dict[str, Any]:
     """The text release's card (:func:`safeshare.report.text.build_text_card`)."""
-    names = settings.label_names
+    names, labels, notes = settings.label_names, outcome.labels, outcome.notes
     return build_text_card(
         budget=settings.budget,
         events=plan.events,
         epsilon_spent=plan.exact_epsilon,
         delta_thresholds=plan.delta_thresholds,
-        secure_noise=secure_noise,
+        secure_noise=outcome.secure_noise,
         text_column=settings.text_column,
         label_column=settings.label_column,
         label_names={label: names.get(label, label) for label in labels},
         labels_from="public (--label-names)" if names else "private data, DP",
-        model=_describe(model, settings.backend, settings.iterations, settings.samples),
+        model=_describe(
+            model, settings.backend, settings.iterations, settings.samples_per_iteration
+        ),
         name=bill.name,
         fingerprint=bill.fingerprint,
-        **sizes,
+        **outcome.sizes,
         holdout_fraction=settings.holdout_fraction,
-        metrics=metrics,
+        metrics=outcome.metrics,
         ledger=payment.summary(),
         notes=notes + discovery_notes(labels, settings.discovers_labels) + settings.backend.notes,
     )

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from safeshare.release.text import TextSynthesisSettings
 from safeshare.synth.pe.local import LocalChat
 from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
 
@@ -128,17 +129,19 @@ def test_text_release_with_the_local_model(tmp_path: Path) -> None:
     result = release_text(
         frame,
         out=tmp_path / "out",
-        text_column="text",
-        label_column="label",
-        label_names={"0": "negative", "1": "positive"},
-        backend=backend,
-        epsilon=4.0,
-        delta=1e-5,
-        iterations=2,
-        samples=8,
         seed=0,
-        evaluate=False,
         ledger=tmp_path / "ledger.sqlite",
+        settings=TextSynthesisSettings(
+            text_column="text",
+            label_column="label",
+            label_names={"0": "negative", "1": "positive"},
+            backend=backend,
+            epsilon=4.0,
+            delta=1e-5,
+            iterations=2,
+            samples=8,
+            evaluate=False,
+        ),
     )
     api = result.card["model"]["api"]
     assert api["api"] == "local" and api["model"] == smollm2().name
