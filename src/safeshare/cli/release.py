@@ -211,8 +211,6 @@ def _anonymize(given: ReleaseArguments) -> None:
 
     if given.config is None:
         raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
-    if given.schema is not None:
-        raise InputError("--method anonymize reads its columns from --config; drop --schema")
     with progress_bar(given.quiet) as progress:
         result = release_anonymized(
             given.data,

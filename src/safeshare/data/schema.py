@@ -244,6 +244,11 @@ class Schema:
         """Public structural constraints (see :mod:`safeshare.synth.constraints`)."""
 
     @classmethod
+    def given(cls, schema: Schema | str | Path | None) -> Schema | None:
+        """``schema`` as a Schema: loaded when it is a path, as it is otherwise (or None)."""
+        return cls.load(schema) if isinstance(schema, str | Path) else schema
+
+    @classmethod
     def load(cls, path: str | Path) -> Schema:
         return cls.from_dict(read_yaml(path, "schema file"), source=str(path))
 

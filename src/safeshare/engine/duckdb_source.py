@@ -26,16 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import (
-    EncodeReport,
-)
+from safeshare.data.codec import EncodeReport
 from safeshare.data.domain import Domain
 from safeshare.data.readers import MISSING_TOKENS, check_column_names, sniff_csv
 from safeshare.data.row_order import MAX_ROWS, RowOrder
@@ -51,58 +48,25 @@ from safeshare.engine.distinct import (
 )
 from safeshare.engine.duckdb_engine import DuckDBEngine, DuckDBTable, require_duckdb
 from safeshare.engine.sql_codec import (
-    MISSING_REFUSED,
-    NOT_PARSED,
-    OTHER_REFUSED,
     RawColumn,
     clipped_sql,
     code_sql,
     prepare,
     profile_report,
+    profile_sql,
     quote_text,
     text_sql,
 )
+from safeshare.engine.sql_source import Encoded, SqlSource
 from safeshare.errors import InputError, InputFileNotFoundError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-@dataclass(frozen=True)
-class Encoded:
-    """A source's codes: the train and holdout parts, and what encoding folded or clipped."""
-
-    train: DuckDBTable
-    holdout: DuckDBTable
-    report: EncodeReport
-
-
-class DuckDBSource:
+class DuckDBSource(SqlSource[DuckDBEngine]):
     """A raw file as a DuckDB view with row positions; see the module docstring."""
 
-    def __init__(
-        self,
-        engine: DuckDBEngine,
-        path: Path,
-        view: str,
-        raw: tuple[RawColumn, ...],
-        n_rows: int,
-        missing_values: Sequence[str],
-        text_file: bool,
-    ) -> None:
-        self.engine = engine
-        self.path = path
-        self.view = view
-        self.raw = raw
-        self._n_rows = n_rows
-        self.missing_values = tuple(missing_values)
-        self.text_file = text_file
-
-    def __len__(self) -> int:
-        return self._n_rows
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.raw)
+    path: Path
 
     @classmethod
     def open(
@@ -198,7 +162,7 @@ class DuckDBSource:
 
     # -- encoding -------------------------------------------------------------------------
 
-    def encode(self, domain: Domain, holdout: str) -> Encoded:
+    def encode(self, domain: Domain, holdout: str) -> Encoded[DuckDBTable]:
         """Codes of every column of ``domain`` stored in DuckDB; ``holdout`` is a condition on ``__row``."""
         prepared, inner = prepare(domain, self.raw, self.missing_values)
         rows = f"(SELECT __row, CAST({holdout} AS BOOLEAN) AS __holdout, {inner} FROM {self.view})"
@@ -226,23 +190,11 @@ class DuckDBSource:
 
     def _profile(self, domain: Domain, codes: dict[str, str], rows: str) -> EncodeReport:
         """Refuse values the domain cannot hold; count (in train rows) what was folded or clipped."""
-        parts: list[str] = []
-        for i, column in enumerate(domain):
-            code = f"({codes[column.name]})"
-            train = "NOT __holdout"
-            parts += [
-                f"count_if({code} = {MISSING_REFUSED}) AS refused_missing_{i}",
-                f"count_if({code} = {OTHER_REFUSED}) AS refused_other_{i}",
-                f"count_if({code} = {NOT_PARSED}) AS not_parsed_{i}",
-                f"count_if({train} AND {code} = {_or_minus(column.missing_code)}) AS missing_{i}",
-                f"count_if({train} AND {code} = {_or_minus(column.other_code)}) AS other_{i}",
-            ]
-            if not column.is_categorical:
-                low, high = clipped_sql(column, f"x{i}")
-                parts += [
-                    f"count_if({train} AND {low}) AS low_{i}",
-                    f"count_if({train} AND {high}) AS high_{i}",
-                ]
+        parts = profile_sql(
+            domain,
+            lambda i, column: f"({codes[column.name]})",
+            lambda i, column: clipped_sql(column, f"x{i}"),
+        )
         result = self.engine.query(f"SELECT {', '.join(parts)} FROM {rows}").fetchnumpy()
 
         def count(key: str) -> int:
@@ -264,10 +216,6 @@ def _reading(where: str) -> Iterator[None]:
             f"{where!r} could not be read as a table{at} ({type(err).__name__}); check that every "
             "row has the same number of fields and that quotes are closed"
         ) from None
-
-
-def _or_minus(code: int | None) -> int:
-    return -1 if code is None else code
 
 
 def _code_type(size: int) -> str:

@@ -14,15 +14,13 @@ train/holdout parts and samples that numpy would pick identically.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import (
-    EncodeReport,
-)
+from safeshare.data.codec import EncodeReport
 from safeshare.data.domain import Domain
 from safeshare.data.readers import MISSING_TOKENS, check_column_names
 from safeshare.data.row_order import PRIME, RowOrder
@@ -48,68 +46,37 @@ from safeshare.engine.spark_files import (
     sniff,
 )
 from safeshare.engine.sql_codec import (
-    MISSING_REFUSED,
-    NOT_PARSED,
-    OTHER_REFUSED,
     SPARK,
     RawColumn,
     clipped_sql,
     code_sql,
     prepare,
     profile_report,
+    profile_sql,
     text_sql,
 )
+from safeshare.engine.sql_source import Encoded, SqlSource
 from safeshare.errors import EncodingError, InputError, InputFileNotFoundError
 
 _BUCKET = 1 << 15  # rank_threshold: ranks (< 2**31) fall in 2**16 buckets of 2**15
 SPREAD_ROWS = 1_000_000  # codes of more rows read by fewer tasks than cores are spread out
 
 
-@dataclass(frozen=True)
-class Encoded:
-    """A source's codes: the train and holdout parts, and what encoding folded or clipped."""
+class SparkSource(SqlSource[SparkEngine]):
+    """A raw file as a Spark view with row positions; see the module docstring.
 
-    train: SparkTable
-    holdout: SparkTable
-    report: EncodeReport
+    ``n_splits``: how many tasks read the file (encoding spreads fewer than the cores out).
+    """
 
-
-class SparkSource:
-    """A raw file as a Spark view with row positions; see the module docstring."""
-
-    def __init__(
-        self,
-        engine: SparkEngine,
-        path: str | Path,
-        view: str,
-        raw: tuple[RawColumn, ...],
-        n_rows: int,
-        missing_values: Sequence[str],
-        text_file: bool,
-        n_splits: int = 1,
-    ) -> None:
-        self.engine = engine
-        self.path = path
-        self.view = view
-        self.raw = raw
-        self._n_rows = n_rows
-        self.missing_values = tuple(missing_values)
-        self.text_file = text_file
-        self.n_splits = n_splits
-
-    def __len__(self) -> int:
-        return self._n_rows
-
-    def __repr__(self) -> str:
-        return f"SparkSource({str(self.path)!r}, {self._n_rows} rows, columns={list(self.names)})"
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.raw)
+    n_splits: int = 1
 
     @property
     def _hint(self) -> str:
         return CSV_HINT if self.text_file else PARQUET_HINT
+
+    def _collect(self, statement: str, step: str) -> Any:
+        """The engine's result of a statement over this file (errors name the file)."""
+        return self.engine.collect(statement, step, reading=str(self.path), hint=self._hint)
 
     @classmethod
     def open(
@@ -150,7 +117,9 @@ class SparkSource:
             for n, f in zip(final, fields, strict=True)
         )
         view, n_rows, n_splits = number_rows(engine, frame, found, raw, location, files)
-        return cls(engine, path, view, raw, n_rows, tokens, not files, n_splits)
+        source = cls(engine, path, view, raw, n_rows, tokens, not files)
+        source.n_splits = n_splits
+        return source
 
     # -- choosing rows --------------------------------------------------------------------
 
@@ -192,9 +161,7 @@ class SparkSource:
             for r in self.raw
         ]
         statement = f"SELECT {', '.join(parts)} FROM {self.view} WHERE {condition} ORDER BY __row"
-        result = self.engine.collect(
-            statement, "reading rows", reading=str(self.path), hint=self._hint
-        )
+        result = self._collect(statement, "reading rows")
         frame = result.to_pandas()
         for raw in self.raw:
             if raw.is_text:
@@ -207,11 +174,8 @@ class SparkSource:
         """The distinct rows of ``columns`` (values as :meth:`frame` gives them) and how many
         records share each, in the order each first appears: one ``GROUP BY`` job."""
         raw = read_columns(self.raw, columns)
-        result = self.engine.collect(
-            count_sql(self.view, raw, self.missing_values),
-            "counting distinct rows",
-            reading=str(self.path),
-            hint=self._hint,
+        result = self._collect(
+            count_sql(self.view, raw, self.missing_values), "counting distinct rows"
         )
         return counted_frame(result, raw)
 
@@ -222,9 +186,7 @@ class SparkSource:
         integers, count = integers_sql(self.view, self.raw)
         found = None
         if count is not None:
-            found = self.engine.collect(
-                count, "reading rows", reading=str(self.path), hint=self._hint
-            )
+            found = self._collect(count, "reading rows")
         floats = with_missing(integers, found)
         size = rows or distinct.CHUNK_ROWS
         for start in range(0, self._n_rows, size):
@@ -233,7 +195,7 @@ class SparkSource:
 
     # -- encoding -------------------------------------------------------------------------
 
-    def encode(self, domain: Domain, holdout: str) -> Encoded:
+    def encode(self, domain: Domain, holdout: str) -> Encoded[SparkTable]:
         """Codes of every column of ``domain`` cached in Spark; ``holdout`` is a condition on ``__row``.
 
         One pass over the file: the codes (negative where the domain cannot hold a
@@ -288,26 +250,9 @@ class SparkSource:
             "count_if(__row IS NULL) AS rows_lost",
             "count_if(__holdout) AS rows_held",
         ]
-        train = "NOT __holdout"
-        for i, column in enumerate(domain):
-            code = f"c{i}"
-            parts += [
-                f"count_if({code} = {MISSING_REFUSED}) AS refused_missing_{i}",
-                f"count_if({code} = {OTHER_REFUSED}) AS refused_other_{i}",
-                f"count_if({code} = {NOT_PARSED}) AS not_parsed_{i}",
-                f"count_if({train} AND {code} = {_or_minus(column.missing_code)}) AS missing_{i}",
-                f"count_if({train} AND {code} = {_or_minus(column.other_code)}) AS other_{i}",
-            ]
-            if not column.is_categorical:
-                parts += [
-                    f"count_if({train} AND low{i}) AS low_{i}",
-                    f"count_if({train} AND high{i}) AS high_{i}",
-                ]
-        result = self.engine.collect(
-            f"SELECT {', '.join(parts)} FROM {relation}",
-            "encoding and profiling the values",
-            reading=str(self.path),
-            hint=self._hint,
+        parts += profile_sql(domain, lambda i, _: f"c{i}", lambda i, _: (f"low{i}", f"high{i}"))
+        result = self._collect(
+            f"SELECT {', '.join(parts)} FROM {relation}", "encoding and profiling the values"
         )
         found = {name: result.column(name)[0].as_py() for name in result.column_names}
 
@@ -325,10 +270,6 @@ def _moved(where: str) -> InputError:
         "(row positions no longer match); keep the file unchanged and "
         "spark.sql.files.* settings fixed while an engine uses it, then open it again"
     )
-
-
-def _or_minus(code: int | None) -> int:
-    return -1 if code is None else code
 
 
 def _code_type(size: int) -> str:

@@ -271,6 +271,42 @@ def clipped_sql(column: Column, value: str) -> tuple[str, str]:
     return f"({value} < {double(low)})", f"({value} > {double(high)})"
 
 
+def profile_sql(
+    domain: Domain,
+    code: Callable[[int, Column], str],
+    clipped: Callable[[int, Column], tuple[str, str]],
+) -> list[str]:
+    """The aggregates :func:`profile_report` reads, over rows flagged ``__holdout``: column
+    ``i``'s codes are ``code(i, column)``, its below / above conditions ``clipped(i, column)``.
+
+    >>> column = Column("age", Kind.NUMERIC, edges=(0, 50, 100))
+    >>> profile_sql(Domain((column,)), lambda i, c: f"c{i}", lambda i, c: ("lo", "hi"))[-1]
+    'count_if(NOT __holdout AND hi) AS high_0'
+    """
+    train = "NOT __holdout"
+    parts: list[str] = []
+    for i, column in enumerate(domain):
+        codes = code(i, column)
+        parts += [
+            f"count_if({codes} = {MISSING_REFUSED}) AS refused_missing_{i}",
+            f"count_if({codes} = {OTHER_REFUSED}) AS refused_other_{i}",
+            f"count_if({codes} = {NOT_PARSED}) AS not_parsed_{i}",
+            f"count_if({train} AND {codes} = {_or_minus(column.missing_code)}) AS missing_{i}",
+            f"count_if({train} AND {codes} = {_or_minus(column.other_code)}) AS other_{i}",
+        ]
+        if not column.is_categorical:
+            low, high = clipped(i, column)
+            parts += [
+                f"count_if({train} AND {low}) AS low_{i}",
+                f"count_if({train} AND {high}) AS high_{i}",
+            ]
+    return parts
+
+
+def _or_minus(code: int | None) -> int:
+    return -1 if code is None else code
+
+
 def profile_report(domain: Domain, count: Callable[[str], int]) -> EncodeReport:
     """Refuse what the domain cannot hold, in the in-memory codec's order; else the report.
 

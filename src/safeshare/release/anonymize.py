@@ -83,7 +83,7 @@ def release_anonymized(
     reading.check()
     if reading.schema is not None:
         raise InputError(
-            "anonymization reads its columns from the config; drop the schema from the reading"
+            "anonymization reads its columns from the config; drop the schema (--schema)"
         )
     out = check_output(out, force=force, inputs=(source, config))
     if isinstance(config, str | Path):

@@ -171,7 +171,7 @@ def evaluate_files(
 
 def _encoded(files: EvaluationFiles) -> _Encoded:
     """Read the files, check they fit together, and encode them under one domain."""
-    schema = Schema.load(files.schema) if isinstance(files.schema, str | Path) else files.schema
+    schema = Schema.given(files.schema)
     frames = {name: _read(path, schema) for name, path in files.main().items()}
     aux_frame = _read(Path(files.auxiliary), schema) if files.auxiliary is not None else None
     _check_columns(frames, aux_frame)

@@ -183,12 +183,6 @@ class Reading:
         if self.engine not in ENGINES:
             raise InputError(f"unknown engine {self.engine!r}; choose one of {list(ENGINES)}")
 
-    def loaded_schema(self) -> Schema | None:
-        """The schema, loaded from its file when a path was given."""
-        if isinstance(self.schema, str | Path):
-            return Schema.load(self.schema)
-        return self.schema
-
     def files(self) -> tuple[Path, ...]:
         """The files this reading names beside the input (the output may not replace them)."""
         return (Path(self.schema),) if isinstance(self.schema, str | Path) else ()

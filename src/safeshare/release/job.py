@@ -23,13 +23,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import check_seed
 from safeshare.output_folder import check_output
 from safeshare.release.resume import Spend, refund_on_failure, spend_once
+
+
+class Fingerprinted(Protocol):
+    """An input the ledger knows by its content's fingerprint, and calls by its name."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -155,3 +165,15 @@ class JobRequest:
                 self.total_epsilon or budget.epsilon, self.total_delta or budget.delta
             )
         return Bill(fingerprint, name, budget, label, total)
+
+    @contextmanager
+    def paid(
+        self, source: Fingerprinted, units: int, label: str
+    ) -> Iterator[tuple[PrivacyBudget, Payment]]:
+        """Charge this run's budget for ``units`` privacy units of ``source`` under ``label``;
+        yields the budget and the payment.  A crash of the machine in the block refunds it."""
+        budget = self.budget(units)
+        with paid(
+            self.ledger, self.bill(source.fingerprint, source.name, budget, label)
+        ) as payment:
+            yield budget, payment

@@ -30,7 +30,7 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from safeshare.evaluate.split import holdout_size, train_holdout_split
 from safeshare.output_folder import read_json
-from safeshare.release.job import JobRequest, paid
+from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import read_input
 from safeshare.release.training import check_training_job
 from safeshare.report.card import card_header
@@ -41,7 +41,7 @@ from safeshare.train.language_model import (
     train_language_model,
 )
 from safeshare.train.text import check_texts
-from safeshare.train.user_level import group_users
+from safeshare.train.user_level import count_users
 
 HOLDOUT_FILE = "holdout.json"
 MIN_TEXTS = 20  # fewer leaves nothing to hold out and no batch for DP-SGD
@@ -163,9 +163,7 @@ def train_language_model_release(
     units, held_out_users, split = _checked_units(
         source, holdout_fraction, settings, max_records_per_user, randomness
     )
-    budget = request.budget(units)
-    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd language model")
-    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
+    with request.paid(source, units, "train dp-sgd language model") as (budget, payment):
         if split is None:
             split = train_holdout_split(rows, holdout_fraction, randomness.generator())
         train_rows, holdout_rows = split
@@ -207,11 +205,11 @@ def _checked_units(
     if source.users is None:
         check_sizes(rows, holdout_fraction, settings)
         return rows, 0, None
-    units = group_users(source.users, max_records_per_user, np.random.default_rng(0)).users
+    units = count_users(source.users, max_records_per_user)
     held_out_users = check_sizes(rows, holdout_fraction, settings, users=units)
     split = split_by_user(source.users, holdout_fraction, randomness.generator())
     # the training users alone must still group (e.g. not one text each)
-    group_users(source.users[split[0]], max_records_per_user, np.random.default_rng(0))
+    count_users(source.users[split[0]], max_records_per_user)
     return units, held_out_users, split
 
 

@@ -170,12 +170,12 @@ def release(
     reading.check()
     inputs = (source, *reading.files(), settings.workload, ledger)
     job = Job(check_output(out, force=force, inputs=inputs), ledger, seed, force)
-    schema = reading.loaded_schema()
+    schema = Schema.given(reading.schema)
     report = progress or no_progress
     report("reading", 0.0)
     with open_input(source, schema, reading) as data:
-        bill = Bill(data.fingerprint, data.name, settings.budget, f"release {settings.method}",
-                    total_budget)  # fmt: skip
+        label = f"release {settings.method}"
+        bill = Bill(data.fingerprint, data.name, settings.budget, label, total_budget)
         return _release_input(data, settings, schema, job, bill, report)
 
 
@@ -329,30 +329,27 @@ def _evaluated(
         if assessment is None
         else risk_from_memorization(assessment.memorization)
     )
+    metrics = {"utility": utility.to_dict(), "risk": risk.to_dict()}
+    metrics["utility_codes"] = code_utility.to_dict()
+    if assessment is not None:
+        metrics["evaluation"] = assessment.to_dict()
+    spending = card_module.Spending(
+        settings.method, settings.budget, accountant, epsilon_spent, plan.rand.secure
+    )
+    rows = card_module.RowCounts(
+        len(data), plan.n_train, plan.n_holdout, sampled.rows, settings.holdout_fraction
+    )
     card = card_module.build_card(
-        method=settings.method,
-        budget=settings.budget,
-        epsilon_spent=epsilon_spent,
-        accountant=accountant,
-        secure_noise=plan.rand.secure,
+        spending,
         decisions=plan.decisions,
         domain=domain,
-        name=data.name,
-        fingerprint=data.fingerprint,
-        rows_in=len(data),
-        rows_train=plan.n_train,
-        rows_holdout=plan.n_holdout,
-        rows_out=sampled.rows,
-        holdout_fraction=settings.holdout_fraction,
-        utility=utility,
-        risk=risk,
+        dataset={"name": data.name, "sha256": data.fingerprint},
+        rows=rows,
+        metrics=metrics,
         ledger=payment.summary(),
         notes=notes + parts.notes + synthesizer.describe().get("notes", []),
         model=synthesizer.describe(),
     )
-    card["metrics"]["utility_codes"] = code_utility.to_dict()
-    if assessment is not None:
-        card["metrics"]["evaluation"] = assessment.to_dict()
     card["engine"] = data.describe()
     card["synthetic_file"] = f"synthetic.{settings.output_format}"
     card = card_module.as_json(card)

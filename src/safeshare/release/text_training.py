@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from safeshare._progress import Progress, no_progress
 from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.errors import InputError, SchemaError
-from safeshare.release.job import JobRequest, paid
+from safeshare.release.job import JobRequest
 from safeshare.release.training import (
     Prepared,
     SensitiveTable,
@@ -33,7 +31,7 @@ from safeshare.release.training import (
 )
 from safeshare.train.accounting import Accounting
 from safeshare.train.text import TextModel, TextSettings, check_texts, train_text
-from safeshare.train.user_level import check_user_batch, group_users
+from safeshare.train.user_level import check_user_batch, count_users
 
 
 def text_source(source: SensitiveTable, target: str, text_column: str) -> SensitiveTable:
@@ -114,9 +112,7 @@ def train_text_release(
         ids, units = _user_units(
             table, target, text_column, settings, user_column, max_records_per_user, unsafe_infer
         )
-    budget = request.budget(units)
-    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd text")
-    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
+    with request.paid(source, units, "train dp-sgd text") as (budget, payment):
         prepared = prepare_table(
             source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
         )
@@ -156,7 +152,7 @@ def _user_units(
     """Each record's user and the number of users (the privacy unit), checked before the
     spend: clipping is per user, and the batch must fit the users."""
     ids = user_ids(table, user_column, target, text_column, unsafe_infer)
-    units = group_users(ids, max_records_per_user, np.random.default_rng(0)).users
+    units = count_users(ids, max_records_per_user)
     if settings.clipping != TextSettings.clipping:
         raise InputError(
             f"--clipping {settings.clipping!r} clips per record; with --user-column the "

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
@@ -26,14 +25,14 @@ from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.events import PrivacyEvent
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
-from safeshare.release.job import JobRequest, paid
+from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
 from safeshare.report.card import card_header, domain_source
 from safeshare.train.accounting import Accounting, DPSGDEvent
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import check_settings, require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
-from safeshare.train.user_level import check_user_batch, group_users
+from safeshare.train.user_level import check_user_batch, count_users
 
 DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent discovering domains the schema leaves open
 
@@ -96,11 +95,9 @@ def train_release(
     units = len(source.frame)
     if settings.user_column is not None:  # checked before any budget is spent
         source, ids = split_users(source, settings.user_column, target, unsafe_infer)
-        units = group_users(ids, settings.max_records_per_user, np.random.default_rng(0)).users
+        units = count_users(ids, settings.max_records_per_user)
         check_user_batch(settings.batch_size, units)
-    budget = request.budget(units)
-    bill = request.bill(source.fingerprint, source.name, budget, "train dp-sgd")
-    with paid(request.ledger, bill) as payment:  # a crash of the machine costs nothing
+    with request.paid(source, units, "train dp-sgd") as (budget, payment):
         prepared = prepare_table(
             source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,6 @@ from safeshare.data.domain import Domain
 from safeshare.data.plan import ColumnDecision, Source
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
-from safeshare.evaluate.results import RiskResult, UtilityResult
 
 HEADER_FIELDS = (
     "safeshare_version",
@@ -96,29 +96,90 @@ def domain_source(decisions: list[ColumnDecision]) -> str:
     return "private data, DP"
 
 
+@dataclass(frozen=True)
+class Spending:
+    """What a release spent: its method, its budget, the accountant of the events it ran
+    (``epsilon_spent`` is the accountant's total) and whether the noise was secure."""
+
+    method: str
+    budget: PrivacyBudget
+    accountant: Accountant
+    epsilon_spent: float
+    secure_noise: bool
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """The rows a release read, trained on, held out and wrote (exact counts: not DP)."""
+
+    read: int
+    train: int
+    holdout: int
+    written: int
+    holdout_fraction: float
+
+
 def build_card(
+    spending: Spending,
     *,
-    method: str,
-    budget: PrivacyBudget,
-    epsilon_spent: float,
-    accountant: Accountant,
-    secure_noise: bool,
     decisions: list[ColumnDecision],
     domain: Domain,
-    name: str,
-    fingerprint: str,
-    rows_in: int,
-    rows_train: int,
-    rows_holdout: int,
-    rows_out: int,
-    holdout_fraction: float,
-    utility: UtilityResult,
-    risk: RiskResult,
+    dataset: Mapping[str, Any],
+    rows: RowCounts,
+    metrics: Mapping[str, Any],
     ledger: dict[str, Any],
     notes: list[str],
     model: dict[str, Any],
 ) -> dict[str, Any]:
+    """The card of a synthetic release: the header, what each event spent, the columns'
+    decisions and codes, the input (``dataset``: name and SHA-256), the row counts, the
+    measures (``metrics``, at least ``utility`` and ``risk``), the ledger's account and the
+    model's description."""
     source = domain_source(decisions)
+    not_dp = _not_dp(decisions, source)
+    budget, accountant = spending.budget, spending.accountant
+    guarantee = (
+        f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
+        "training split"
+        + (", for anyone who does not know the seed" if not spending.secure_noise else "")
+    )
+    if source == "private data, not DP":
+        guarantee = "none: the domain was read from the private data without DP (--unsafe-infer)"
+    header = card_header(
+        spending.method,
+        guarantee,
+        budget=budget,
+        secure_noise=spending.secure_noise,
+        source=dataset,
+    )
+    return {
+        **header,
+        "epsilon_spent": spending.epsilon_spent,
+        "budget": {
+            **accountant.describe(),
+            "composition": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
+            "dp-accounting's RDP bound; thresholds add their delta",
+            "rho": accountant.rho,
+            "delta_thresholds": accountant.delta_extra,
+            "items": accountant.itemize(spending.epsilon_spent),
+        },
+        "domain_source": source,
+        "columns": _columns(decisions, domain),
+        "rows_in": rows.read,
+        "rows_train": rows.train,
+        "rows_holdout": rows.holdout,
+        "rows_out": rows.written,
+        "holdout_fraction": rows.holdout_fraction,
+        "metrics": dict(metrics),
+        "model": model,
+        "ledger": ledger,
+        "not_dp": not_dp,
+        "notes": notes,
+    }
+
+
+def _columns(decisions: list[ColumnDecision], domain: Domain) -> dict[str, Any]:
+    """Each column's kind, role, where its domain came from and its codes (or why dropped)."""
     columns: dict[str, Any] = {}
     for d in decisions:
         entry: dict[str, Any] = {
@@ -134,6 +195,11 @@ def build_card(
         if d.kind_guessed:
             entry["kind_inferred"] = True
         columns[d.name] = entry
+    return columns
+
+
+def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
+    """What the card reports that was read from the private data without DP."""
     not_dp = [
         "rows_in, rows_train and rows_holdout are exact counts of the private data",
         "metrics are computed on the private data (train and holdout) and are not DP; they are "
@@ -149,43 +215,7 @@ def build_card(
             "--unsafe-infer: categories and numeric bounds were read from the private "
             "data without noise; the release is NOT differentially private"
         )
-    guarantee = (
-        f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
-        "training split" + (", for anyone who does not know the seed" if not secure_noise else "")
-    )
-    if source == "private data, not DP":
-        guarantee = "none: the domain was read from the private data without DP (--unsafe-infer)"
-    header = card_header(
-        method,
-        guarantee,
-        budget=budget,
-        secure_noise=secure_noise,
-        source={"name": name, "sha256": fingerprint},
-    )
-    return {
-        **header,
-        "epsilon_spent": epsilon_spent,
-        "budget": {
-            **accountant.describe(),
-            "composition": "zero-concentrated DP (rho adds up), converted to (epsilon, delta) by "
-            "dp-accounting's RDP bound; thresholds add their delta",
-            "rho": accountant.rho,
-            "delta_thresholds": accountant.delta_extra,
-            "items": accountant.itemize(epsilon_spent),
-        },
-        "domain_source": source,
-        "columns": columns,
-        "rows_in": rows_in,
-        "rows_train": rows_train,
-        "rows_holdout": rows_holdout,
-        "rows_out": rows_out,
-        "holdout_fraction": holdout_fraction,
-        "metrics": {"utility": utility.to_dict(), "risk": risk.to_dict()},
-        "model": model,
-        "ledger": ledger,
-        "not_dp": not_dp,
-        "notes": notes,
-    }
+    return not_dp
 
 
 def write_card(card: dict[str, Any], path: str | Path) -> None:

@@ -52,12 +52,35 @@ class Users:
     dropped: int
 
 
+def count_users(ids: Any, max_records_per_user: int) -> int:
+    """The number of users in ``ids`` (one per record), with :func:`group_users`' checks.
+
+    >>> count_users(["a", "a", "b", "c"], 64)
+    3
+    """
+    return len(_numbered(ids, max_records_per_user)[1])
+
+
 def group_users(ids: Any, max_records_per_user: int, rng: np.random.Generator) -> Users:
     """Number the users of ``ids`` (one per record) and cap each one's records.
 
     Raises :class:`InputError` on missing ids, a single user, or every record its own user
     (the messages name no id).
     """
+    codes, uniques = _numbered(ids, max_records_per_user)
+    users = len(uniques)
+    # a random order, then stable by user: each user's first `cap` records are a uniform draw
+    shuffled = rng.permutation(len(codes))
+    ordered = shuffled[np.argsort(codes[shuffled], kind="stable")]
+    counts = np.bincount(codes, minlength=users)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.arange(len(codes)) - np.repeat(starts, counts)
+    kept = np.sort(ordered[rank < max_records_per_user])
+    return Users(kept, codes[kept], users, len(codes) - len(kept))
+
+
+def _numbered(ids: Any, max_records_per_user: int) -> tuple[np.ndarray, Any]:
+    """Each record's user number and the users, refusing what cannot be user-level DP."""
     import pandas as pd
 
     if isinstance(max_records_per_user, bool) or not isinstance(max_records_per_user, int):
@@ -85,15 +108,7 @@ def group_users(ids: Any, max_records_per_user: int, rng: np.random.Generator) -
             "and user-level privacy would equal record-level; train without --user-column or "
             "name the column that identifies users"
         )
-    codes = np.asarray(codes, dtype=np.int64)
-    # a random order, then stable by user: each user's first `cap` records are a uniform draw
-    shuffled = rng.permutation(len(codes))
-    ordered = shuffled[np.argsort(codes[shuffled], kind="stable")]
-    counts = np.bincount(codes, minlength=users)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.arange(len(codes)) - np.repeat(starts, counts)
-    kept = np.sort(ordered[rank < max_records_per_user])
-    return Users(kept, codes[kept], users, len(codes) - len(kept))
+    return np.asarray(codes, dtype=np.int64), uniques
 
 
 def check_user_ids(
