@@ -298,3 +298,56 @@ def test_schema_constraints_need_aim_and_hold(tmp_path, fair):
         str
     ).isin(["1", "2"])
     assert not broken.any()
+
+
+def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(tmp_path):
+    """400 incomes spread over three decades show in no cell or block above the noise at
+    epsilon=1: the column is left out (card, warning) instead of clipped into a range the
+    noise picked; the columns that show are released."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(30, 34, n),
+            "income": np.round(10 ** rng.uniform(3, 6, n), 2),
+        }
+    )
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    result = release(
+        tmp_path / "people.csv",
+        out=tmp_path / "out",
+        seed=2,
+        settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+    )
+    income = result.card["columns"]["income"]
+    assert income["dropped"] and "discovery noise" in income["reason"]
+    assert not result.card["columns"]["age"]["dropped"]
+    assert pd.read_csv(tmp_path / "out" / "synthetic.csv").columns.tolist() == ["sex", "age"]
+    assert any("'income'" in w and "left out of the release" in w for w in result.warnings)
+
+
+def test_a_stray_value_in_a_column_read_as_dates_is_refused_by_name_before_any_spend(tmp_path):
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "sex": ["F", "M"] * (n // 2),
+            "in_date": [f"2013-0{1 + i % 9}-1{i % 10}" for i in range(n)],
+        }
+    )
+    frame.loc[7, "in_date"] = "unknown"
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    ledger = tmp_path / "ledger.sqlite"
+    with pytest.raises(
+        EncodingError, match=r"'in_date' reads as datetime .* 1 of its values are not"
+    ):
+        release(
+            tmp_path / "people.csv",
+            out=tmp_path / "out",
+            ledger=ledger,
+            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+        )
+    assert not (tmp_path / "out").exists()
+    assert not ledger.exists() or Ledger(ledger).datasets() == []

@@ -47,3 +47,28 @@ def test_ordinary_columns_are_kept():
     found = guesses(frame)
     assert found["idp"].identifier is None  # not an "id" column
     assert found["income"].kind is Kind.NUMERIC and not found["income"].integer
+
+
+def test_columns_named_as_parts_of_a_name_are_dropped():
+    """Given and family names are direct identifiers even when their values repeat."""
+    n = 60
+    names = ["ann", "bob", "cy"]
+    frame = pd.DataFrame(
+        {
+            column: [names[i % 3] for i in range(n)]
+            for column in ["first", "Last", "given_name", "surname", "fname", "first_visit"]
+        }
+    )
+    found = guesses(frame)
+    for name in ["first", "Last", "given_name", "surname", "fname"]:
+        assert found[name].identifier == "name of a direct identifier", name
+    assert found["first_visit"].identifier is None
+
+
+def test_a_date_column_with_a_stray_value_stays_dates_not_phone_numbers():
+    """ISO dates pass the phone-number pattern; one value that is not a date must not make the
+    column "phone numbers" (dropped): it stays a date column, and the stray value is refused
+    by name before any spend (see test_release)."""
+    dates = [f"2013-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(200)]
+    found = guesses(pd.DataFrame({"c_jail_in": [*dates, "unknown"]}))
+    assert found["c_jail_in"].kind is Kind.DATETIME and found["c_jail_in"].identifier is None

@@ -119,3 +119,66 @@ def test_a_range_no_single_cell_shows_starts_at_the_blocks_that_do() -> None:
         occupied_range(np.random.default_rng(s).normal(0, sigma, 1_100), sigma) for s in range(50)
     ]
     assert sum(found is not None for found in empty) <= 2
+
+
+def test_a_column_whose_range_stays_below_the_noise_is_left_out_not_guessed() -> None:
+    """Where no cell or block clears the noise, no range is picked from noise: the column is
+    left out with a note, and the columns that do show keep theirs."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "income": 10 ** rng.uniform(3, 6, 300),  # 300 values spread over 24 octaves
+            "age": np.repeat([30.0, 31.0], 150),
+        }
+    )
+    plan = plan_discovery(
+        [Target("income", Kind.NUMERIC), Target("age", Kind.NUMERIC, integer=True)],
+        rho=0.005,  # noise scale 14 records
+        delta=1e-9,
+    )
+    found = plan.run(frame, Randomness(4))
+    assert [c.name for c in found.columns] == ["age"]
+    assert {"30", "31"} <= set(found.columns[0].labels())
+    (note,) = found.notes
+    assert note.startswith("column 'income': no part of its range stands above the discovery")
+    assert "left out of the release" in note
+
+
+def test_integers_spread_too_thin_for_any_unit_cell_are_found_by_the_coarse_count() -> None:
+    """7,000 follow-up days spread over 0..1,186 (about 5 records per value) at noise 88: no
+    unit cell or block shows them, but the log-linear count of the same measurement does, so
+    the range holds most of the data (one histogram alone found only the top coarse cell,
+    1,024..1,152: 29% of the records inside, on these draws)."""
+    rng = np.random.default_rng(8)
+    days = np.concatenate([rng.integers(0, 1_024, 5_000), rng.integers(1_024, 1_187, 2_000)])
+    frame = pd.DataFrame({"end": days.astype(str)})
+    plan = plan_discovery(
+        [Target("end", Kind.NUMERIC, integer=True)], rho=1 / (2 * 88.0**2), delta=0
+    )
+    inside = []
+    for seed in range(8):
+        low, high = plan.run(frame, Randomness(seed)).columns[0].bounds
+        inside.append(np.mean((days >= low) & (days <= high)))
+    assert np.mean(inside) > 0.85
+
+
+def test_two_resolutions_cost_what_one_histogram_costs() -> None:
+    """Each record is in one cell of each histogram (sensitivity sqrt 2) and the noise is
+    sqrt 2 larger: the integer column's event costs the categorical column's rho."""
+    plan = plan_discovery(
+        [Target("n", Kind.NUMERIC, integer=True), Target("d", Kind.DATETIME)], rho=0.5, delta=0
+    )
+    numeric, date = plan.events
+    assert numeric.rho == pytest.approx(0.25) and date.rho == pytest.approx(0.25)
+    assert numeric.sigma == pytest.approx(plan.sigma * math.sqrt(2))
+
+
+def test_a_point_mass_is_a_bin_of_its_own_and_the_tail_keeps_the_other_bins() -> None:
+    from safeshare.dp.discovery import _equal_mass_edges
+
+    cell_edges = np.arange(0.0, 101.0)
+    mass = np.full(100, 1.0)
+    mass[0] = 900.0  # 90% at zero
+    edges = _equal_mass_edges(cell_edges, mass, 16, 0.0, 100.0)
+    assert edges[:2] == (0.0, 1.0)
+    assert len(edges) - 2 >= 12  # the tail's 10% is cut into most of the other bins

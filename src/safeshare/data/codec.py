@@ -117,9 +117,16 @@ def other_refused(name: str, count: int) -> EncodingError:
     )
 
 
-def not_parsed(name: str, kind: Kind, count: int) -> EncodingError:
-    """The error for values of a numeric or datetime column that are not numbers or dates."""
+def not_parsed(name: str, kind: Kind, count: int, guessed: bool = False) -> EncodingError:
+    """The error for values of a numeric or datetime column that are not numbers or dates
+    (``guessed``: the kind was read from the values, no schema declares it)."""
     what = "dates (YYYY-MM-DD)" if kind is Kind.DATETIME else "numbers"
+    if guessed:
+        return EncodingError(
+            f"column {name!r} reads as {kind} (most of its values are {what}) but {count} of "
+            "its values are not; clean those values, or declare the column in a schema "
+            "(kind: categorical keeps them as text)"
+        )
     return EncodingError(
         f"column {name!r} is declared {kind} but {count} of its values "
         f"are not {what}; declare it categorical in the schema or clean those values"
@@ -168,8 +175,9 @@ def numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
     return lookup
 
 
-def as_numbers(values: pd.Series, name: str, kind: Kind) -> np.ndarray:
-    """Floats (day numbers for datetimes); NaN where missing; an error names the count of bad values."""
+def as_numbers(values: pd.Series, name: str, kind: Kind, guessed: bool = False) -> np.ndarray:
+    """Floats (day numbers for datetimes); NaN where missing; an error names the count of bad
+    values (and, ``guessed``, that the kind was read from the values)."""
     missing = _missing_mask(values)
     if kind is Kind.DATETIME:
         parsed = parse_dates(values)
@@ -180,7 +188,7 @@ def as_numbers(values: pd.Series, name: str, kind: Kind) -> np.ndarray:
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     bad = np.isnan(numbers) & ~missing
     if bad.any():
-        raise not_parsed(name, kind, int(bad.sum()))
+        raise not_parsed(name, kind, int(bad.sum()), guessed)
     return numbers
 
 

@@ -29,6 +29,12 @@ _IDENTIFIER_NAME = re.compile(
     r"account|username|login|ip)([_\s.-]|$)",
     re.IGNORECASE,
 )
+# a part of a person's name, when it is the column's whole name ("first", "Last"): "first"
+# inside a longer name ("first_visit") says nothing
+_NAME_PART = re.compile(
+    r"(first|last|given|family|middle|fore|sur|maiden|nick)[_\s.-]?(name)?|[fml]name",
+    re.IGNORECASE,
+)
 _VALUE_PATTERNS = {
     "e-mail addresses": re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
     "phone numbers": re.compile(r"^\+?[\d\s().-]{7,20}$"),
@@ -71,7 +77,7 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
         if reason is None and record_number:
             reason = "every value distinct (a record number)"
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
-    if _looks_like_dates(text):  # before the patterns: 2021-03-01 would pass for a phone number
+    if _looks_like_dates(text, weights):  # before the patterns: 2021-03-01 is no phone number
         return GuessedColumn(
             name, Kind.DATETIME, integer=True, identifier=_identifier_by_name(name)
         )
@@ -91,12 +97,18 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
 
 def _identifier_by_name(name: str) -> str | None:
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # patientID -> patient_ID
-    if _IDENTIFIER_NAME.search(words):
+    if _IDENTIFIER_NAME.search(words) or _NAME_PART.fullmatch(name.strip()):
         return "name of a direct identifier"
     return None
 
 
-def _looks_like_dates(text: pd.Series) -> bool:
-    if not text.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).all():
+def _looks_like_dates(text: pd.Series, weights: np.ndarray) -> bool:
+    """Most records (:data:`_NEAR_UNIQUE`) hold a date: a stray value that is not one does not
+    make the column something else (its count is then refused by name, before any spend)."""
+    shaped = text.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).to_numpy(
+        dtype=bool, na_value=False
+    )
+    if shaped.astype(float) @ weights < _NEAR_UNIQUE * weights.sum():
         return False
-    return not parse_dates(text).isna().any()
+    parsed = parse_dates(text[shaped]).notna().to_numpy(dtype=float)
+    return bool(parsed @ weights[shaped] >= _NEAR_UNIQUE * weights.sum())

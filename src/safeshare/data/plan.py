@@ -15,7 +15,7 @@ guessed from the data (not DP, flagged in the card).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -102,6 +102,25 @@ def decide_columns(
     return decisions
 
 
+LEFT_OUT = "its range did not stand above the discovery noise at this budget"
+
+
+def left_out(decisions: list[ColumnDecision], domain: Domain) -> list[ColumnDecision]:
+    """The decisions, with each modelled column ``domain`` lacks (DP discovery found no
+    range above the noise for it) dropped for that reason.
+
+    >>> kept = ColumnDecision("age", Kind.NUMERIC, Role.OTHER, Source.DP)
+    >>> [d.reason for d in left_out([kept], Domain(()))]
+    ['its range did not stand above the discovery noise at this budget']
+    """
+    return [
+        replace(d, source=Source.DROPPED, reason=LEFT_OUT)
+        if d.modelled and d.name not in domain.names
+        else d
+        for d in decisions
+    ]
+
+
 def _needs_guess(spec: ColumnSpec | None) -> bool:
     return spec is None or (spec.kind is None and spec.role is not Role.IDENTIFIER)
 
@@ -130,7 +149,7 @@ def check_values(frame: pd.DataFrame, decisions: list[ColumnDecision]) -> None:
         encode_frame(frame, Domain(tuple(d.spec.to_column(d.name) for d in declared if d.spec)))
     for d in decisions:
         if d.modelled and d.source is not Source.SCHEMA and d.kind in (Kind.NUMERIC, Kind.DATETIME):
-            as_numbers(frame[d.name], d.name, d.kind)
+            as_numbers(frame[d.name], d.name, d.kind, guessed=d.kind_guessed)
 
 
 def infer_column_unsafe(

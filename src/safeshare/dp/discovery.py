@@ -10,11 +10,12 @@ category *is* a person).  Here every fact costs budget and is itemized:
   ('?', 'NA', ...), so the release writes missing values as the input does.
 * **numeric and datetime bounds and bins**: a discrete Gaussian histogram over a
   fixed public grid (one cell per integer up to 1,024 for integer columns, log-linear
-  beyond and for decimals, months for dates); the bounds are the outermost cells or
-  blocks of cells clearly above the noise; an integer range of at most 128 values
-  keeps one code per value, otherwise bins of roughly equal mass are read off the
-  same noisy histogram, which decoding then follows inside each bin
-  (post-processing, no extra cost).
+  beyond and for decimals, months for dates; integers and dates also on a coarse grid,
+  log-linear or years, in the same measurement); the bounds are the outermost cells or
+  blocks of cells clearly above the noise (a column with none is left out); an integer
+  range of at most 128 values keeps one code per value, otherwise bins of roughly equal
+  mass are read off the same noisy histograms, which decoding then follows inside each
+  bin (post-processing, no extra cost).
 
 Plan first (costs are known before data is read), then run:
 
@@ -40,7 +41,7 @@ import pandas as pd
 
 from safeshare.data.codec import as_numbers, singleton_edges
 from safeshare.data.domain import Column, Kind, Role, day_number
-from safeshare.dp.events import GaussianEvent, PrivacyEvent, ThresholdedGaussianEvent
+from safeshare.dp.events import PrivacyEvent, ThresholdedGaussianEvent
 from safeshare.dp.mechanisms import GaussianMechanism
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError
@@ -52,6 +53,7 @@ UNIT_CELLS_UP_TO = 1024  # integers up to this size are counted one cell per val
 FALSE_OCCUPANCY = 1e-4  # the chance that noise alone makes a range reach an empty cell
 GROWN_SHARE = 0.9
 MAX_CELLS = 4096  # the finer histogram kept for decoding, at most this many cells
+BELOW_NOISE = "no part of its range stands above the discovery noise at this budget"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Target:
 
 @dataclass(frozen=True)
 class DiscoveryResult:
+    """The columns discovery found (a numeric or date column whose range stays below the
+    noise is missing, with a note) and its notes."""
+
     columns: list[Column]
     notes: list[str] = field(default_factory=list)
 
@@ -98,17 +103,28 @@ class DiscoveryPlan:
                     ThresholdedGaussianEvent(self.sigma, 1.0, label, self.threshold, self.tail)
                 )
             else:
-                events.append(GaussianEvent(self.sigma, 1.0, label))
+                events.append(self._mechanism(target).event)
         return events
+
+    def _mechanism(self, target: Target) -> GaussianMechanism:
+        """The noise on a target's counts.  A numeric or date column measured at two
+        resolutions (:func:`_coarse_grid`) puts each record in one cell of each histogram:
+        sensitivity sqrt(2), noise sqrt(2) x sigma, the same cost as one histogram."""
+        label = f"domain of {target.name!r}"
+        if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL) or _coarse_grid(target) is None:
+            return GaussianMechanism(self.sigma, 1.0, label)
+        return GaussianMechanism(self.sigma * math.sqrt(2), math.sqrt(2), label)
 
     def run(
         self, frame: pd.DataFrame, rand: Randomness, spellings: Spellings | None = None
     ) -> DiscoveryResult:
         """The columns the plan finds in ``frame``; with ``spellings``, a categorical column
         also learns how the input writes a missing value (:class:`Spellings`)."""
-        columns, notes = [], []
+        columns: list[Column] = []
+        notes: list[str] = []
         for target in self.targets:
-            mechanism = GaussianMechanism(self.sigma, 1.0, f"domain of {target.name!r}")
+            mechanism = self._mechanism(target)
+            column: Column | None
             if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
                 spelled = spellings.of(frame[target.name]) if spellings is not None else None
                 column, note = self._categories(
@@ -116,7 +132,8 @@ class DiscoveryPlan:
                 )
             else:
                 column, note = _bins(frame[target.name], target, mechanism, rand)
-            columns.append(column)
+            if column is not None:
+                columns.append(column)
             if note:
                 notes.append(note)
         return DiscoveryResult(columns, notes)
@@ -327,19 +344,33 @@ def _bottom_of(noisy: np.ndarray, start: int, stop: int) -> int:
 
 def _bins(
     values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
-) -> tuple[Column, str | None]:
-    grid = _grid(target)
+) -> tuple[Column | None, str | None]:
+    """The column's bounds and bins from its noisy histograms; None (and a note) where no part
+    of the range stands above the noise: a range picked from noise would clip every value
+    into it, so the column is not released.
+
+    Integers and dates are counted at two resolutions in one measurement: the fine grid
+    (one cell per integer, per month) keeps point masses, the coarse one (log-linear, years)
+    finds a range spread too thin for any fine cell or block, and its totals rescale the fine
+    histogram inside it (post-processing of the same measurement)."""
+    grid, coarse = _grid(target), _coarse_grid(target)
     numbers = as_numbers(values, target.name, target.kind)
     numbers = numbers[~np.isnan(numbers)]
-    cells = np.clip(np.searchsorted(grid, numbers, side="right") - 1, 0, len(grid) - 2)
-    noisy = mechanism.release(np.bincount(cells, minlength=len(grid) - 1), rand)
-    found = occupied_range(noisy, mechanism.sigma)
-    note = None
+    counts = _histogram(numbers, grid)
+    if coarse is None:
+        noisy, noisy_coarse = mechanism.release(counts, rand), None
+    else:
+        both = mechanism.release(np.concatenate([counts, _histogram(numbers, coarse)]), rand)
+        noisy, noisy_coarse = both[: len(counts)], both[len(counts) :]
+    found = _hull(
+        occupied_range(noisy, mechanism.sigma),
+        _on_grid(grid, coarse, noisy_coarse, mechanism.sigma),
+    )
     if found is None:
-        found = (int(np.argmax(noisy)),) * 2
-        note = (
-            f"column {target.name!r}: too few records per value to find its range at this budget; "
-            "its bounds are a guess. Declare min and max in a schema"
+        return None, (
+            f"column {target.name!r}: {BELOW_NOISE} (noise scale {mechanism.sigma:.0f} records); "
+            "it is left out of the release. Declare its min and max in a schema, or raise "
+            "--epsilon"
         )
     first, last = found
     lo, hi = float(grid[first]), float(grid[last + 1])
@@ -348,18 +379,72 @@ def _bins(
     if target.maximum is not None:
         hi = min(hi, target.maximum) if target.maximum > lo else target.maximum
     mass = np.maximum(noisy[first : last + 1], 0).astype(float)
+    if coarse is not None and noisy_coarse is not None:
+        mass = _rescaled(mass, grid[first : last + 1], coarse, noisy_coarse)
     edges = _equal_mass_edges(grid[first : last + 2], mass, target.max_bins, lo, hi)
     integer = target.integer or target.kind is Kind.DATETIME
     if integer:
         edges = _integer_edges(edges, target.max_bins)
     column = Column(target.name, target.kind, target.role, edges=edges, integer=integer)
-    return _with_cells(column, grid[first : last + 2], mass), note
+    return _with_cells(column, grid[first : last + 2], mass), None
+
+
+def _histogram(numbers: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    cells = np.clip(np.searchsorted(grid, numbers, side="right") - 1, 0, len(grid) - 2)
+    return np.bincount(cells, minlength=len(grid) - 1)
 
 
 def _grid(target: Target) -> np.ndarray:
     if target.kind is Kind.DATETIME:
         return date_grid()
     return integer_grid() if target.integer else numeric_grid()
+
+
+def _coarse_grid(target: Target) -> np.ndarray | None:
+    """The coarser public grid an integer or date column is also counted on (None for
+    decimals: their grid is log-linear already)."""
+    if target.kind is Kind.DATETIME:
+        return date_grid()[::12]  # years
+    # log-linear at integer edges: unit cells up to 16, then 8 cells per power of two
+    return np.unique(np.ceil(numeric_grid())) + 0.0 if target.integer else None
+
+
+def _on_grid(
+    grid: np.ndarray, coarse: np.ndarray | None, noisy: np.ndarray | None, sigma: float
+) -> tuple[int, int] | None:
+    """The coarse histogram's range, as the first and last cell of the fine grid it covers."""
+    if coarse is None or noisy is None:
+        return None
+    found = occupied_range(noisy, sigma)
+    if found is None:
+        return None
+    low, high = coarse[found[0]], coarse[found[1] + 1]
+    # the fine cells that start inside [low, high): an integer's cell starts at the integer
+    first = int(np.searchsorted(grid, low, side="left"))
+    last = int(np.searchsorted(grid, high, side="left")) - 1
+    return max(first, 0), min(max(last, first), len(grid) - 2)
+
+
+def _hull(*ranges: tuple[int, int] | None) -> tuple[int, int] | None:
+    found = [r for r in ranges if r is not None]
+    if not found:
+        return None
+    return min(r[0] for r in found), max(r[1] for r in found)
+
+
+def _rescaled(
+    mass: np.ndarray, starts: np.ndarray, coarse: np.ndarray, noisy: np.ndarray
+) -> np.ndarray:
+    """The fine cells' mass, rescaled so that the cells in each coarse cell add up to its
+    noisy count (spread evenly where the fine cells show nothing): where the data are spread
+    thin, the fine cells hold mostly noise and the coarse count says how much is there."""
+    owner = np.clip(np.searchsorted(coarse, starts, side="right") - 1, 0, len(noisy) - 1)
+    totals = np.maximum(noisy, 0).astype(float)
+    fine = np.bincount(owner, weights=mass, minlength=len(noisy))
+    cells = np.bincount(owner, minlength=len(noisy)).astype(float)
+    share = np.where(fine[owner] > 0, mass / np.where(fine[owner] > 0, fine[owner], 1.0), 0.0)
+    even = np.where(fine[owner] > 0, 0.0, 1.0 / np.maximum(cells[owner], 1.0))
+    return totals[owner] * (share + even)
 
 
 def _with_cells(column: Column, grid: np.ndarray, mass: np.ndarray) -> Column:
@@ -381,13 +466,20 @@ def _with_cells(column: Column, grid: np.ndarray, mass: np.ndarray) -> Column:
 def _equal_mass_edges(
     cell_edges: np.ndarray, mass: np.ndarray, bins: int, lo: float, hi: float
 ) -> tuple[float, ...]:
-    """Cut the cells into at most ``bins`` groups of about equal mass, within [lo, hi]."""
+    """Cut the cells into at most ``bins`` groups of about equal mass, within [lo, hi]: a cell
+    holding more than a group's share (a point mass: 0 gains) is a group of its own, and the
+    other groups share the rest of the mass equally (a point mass does not eat the tail's)."""
     if mass.sum() <= 0:
         return tuple(float(e) for e in np.linspace(lo, hi, bins + 1))
-    cumulative = np.concatenate([[0.0], np.cumsum(mass)]) / mass.sum()
-    cuts = {0, len(mass)}
-    for q in np.arange(1, bins) / bins:
-        cuts.add(int(np.argmin(np.abs(cumulative - q))))
+    heavy = np.flatnonzero(mass > mass.sum() / bins)
+    cuts = {0, len(mass), *heavy.tolist(), *(heavy + 1).tolist()}
+    rest = mass.copy()
+    rest[heavy] = 0.0
+    groups = bins - (len(cuts) - 1)
+    if rest.sum() > 0 and groups > 1:
+        cumulative = np.concatenate([[0.0], np.cumsum(rest)]) / rest.sum()
+        for q in np.arange(1, groups) / groups:
+            cuts.add(int(np.argmin(np.abs(cumulative - q))))
     inner = [float(cell_edges[c]) for c in sorted(cuts) if lo < cell_edges[c] < hi]
     return tuple([lo, *inner, hi])
 

@@ -22,7 +22,7 @@ three are complete.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from safeshare.data.plan import (
     check_values,
     decide_columns,
     infer_column_unsafe,
+    left_out,
 )
 from safeshare.data.readers import MISSING_TOKENS, fingerprint_file, fingerprint_frame, read_frame
 from safeshare.data.row_order import RowOrder
@@ -218,6 +219,7 @@ def _release_input(
             payment.spend,
             plan.checkpoint,
         )
+        plan = replace(plan, decisions=left_out(plan.decisions, domain))
         parts = data.encode(domain)
         report("synthesizing", 0.2)
         synthesizer = plan.synthesizer
@@ -476,14 +478,15 @@ def resolve_domain(
     rand: Randomness,
     spellings: Spellings | None = None,
 ) -> tuple[Domain, list[str]]:
-    """The Domain: schema columns as declared, the others as DP discovery finds them."""
+    """The Domain: schema columns as declared, the others as DP discovery finds them (a
+    column it finds no range for is left out: see :func:`~safeshare.data.plan.left_out`)."""
     found = discovery.run(frame, rand, spellings)
     discovered = {c.name: c for c in found.columns}
     columns = []
     for d in decisions:
         if d.source is Source.SCHEMA and d.spec is not None:
             columns.append(d.spec.to_column(d.name))
-        elif d.source is Source.DP:
+        elif d.source is Source.DP and d.name in discovered:
             columns.append(discovered[d.name])
         elif d.source is Source.NOT_DP:
             columns.append(infer_column_unsafe(frame[d.name], d))
@@ -526,7 +529,8 @@ def _checkpointed_domain(
         return domain, notes
     domain = Domain.from_dict(saved)
     wanted = [d.name for d in decisions if d.modelled]
-    if list(domain.names) != wanted:
+    left = [d.name for d in decisions if d.source is Source.DP and d.name not in domain.names]
+    if list(domain.names) != [name for name in wanted if name not in left]:
         raise InputError(
             f"the checkpoint folder {str(folder)!r} was written for the columns "
             f"{list(domain.names)}, this run models {wanted}; resume with the same schema and "

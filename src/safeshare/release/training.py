@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
-from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns
+from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns, left_out
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import NEIGHBOURING, Accountant
@@ -223,6 +223,7 @@ def prepare_table(
     else:
         discovery = plan_discovery([], 0.0, 0.0)
     domain, notes = resolve_domain(decisions, discovery, frame, Randomness(seed))
+    decisions = left_out(decisions, domain)
     table, _ = Table.from_frame(frame, domain)
     return Prepared(
         table,
