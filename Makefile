@@ -49,8 +49,9 @@ pytest: $(VENV)/.installed-test
 
 test: lint typecheck layers pytest
 
+# the slow tier on every core too (its longest tests train models: the cores share them)
 test-slow: $(VENV)/.installed-slow
-	$(BIN)/pytest -m slow
+	$(BIN)/pytest -m slow -n auto
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/mst_adult.py

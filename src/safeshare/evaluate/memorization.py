@@ -117,8 +117,9 @@ def memorization(
     k = int(np.clip(round(OUTLIER_SHARE * n), min(20, n), 500))
     rare_train = _rarest(reference, train, k, engine)
     rare_holdout = _rarest(unseen, train, k, engine)
-    in_release_train = int(np.sum(nearest_distances(rare_train, release) == 0))
-    in_release_holdout = int(np.sum(nearest_distances(rare_holdout, release) == 0))
+    released = set(_rows(release))  # exact copies: a lookup, not a distance search
+    in_release_train = sum(row in released for row in _rows(rare_train))
+    in_release_holdout = sum(row in released for row in _rows(rare_holdout))
     return MemorizationResult(
         dcr_share(to_train, to_holdout),
         Proportion.of(copies_train, len(sample)),
@@ -142,6 +143,11 @@ def rarity(table: Table, model: Table, engine: CountingEngine) -> np.ndarray:
         counts = engine.counts(model, [name]).astype(float) + 0.5
         score -= np.log(counts / counts.sum())[table.column(name)]
     return score
+
+
+def _rows(table: Table) -> list[tuple[int, ...]]:
+    """The table's records, each as the tuple of its codes."""
+    return list(zip(*(table.column(name).tolist() for name in table.columns), strict=True))
 
 
 def _rarest(table: Table, model: Table, k: int, engine: CountingEngine) -> Table:
