@@ -351,3 +351,19 @@ def test_a_stray_value_in_a_column_read_as_dates_is_refused_by_name_before_any_s
         )
     assert not (tmp_path / "out").exists()
     assert not ledger.exists() or Ledger(ledger).datasets() == []
+
+
+def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_do(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    spread = {c: np.round(10 ** rng.uniform(3, 6, 400), 2) for c in ["income", "debt"]}
+    pd.DataFrame(spread).to_csv(tmp_path / "money.csv", index=False)
+    with pytest.raises(BudgetError, match="no column's range stood above the discovery noise"):
+        release(
+            tmp_path / "money.csv",
+            out=tmp_path / "out",
+            ledger=tmp_path / "ledger.sqlite",
+            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+        )
+    assert not (tmp_path / "out").exists()

@@ -219,6 +219,12 @@ def _release_input(
             payment.spend,
             plan.checkpoint,
         )
+        if not domain.columns:
+            raise BudgetError(
+                "no column's range stood above the discovery noise at this budget, so nothing "
+                "is left to release (the discovery's share stays spent): declare the columns' "
+                "min and max in a schema, or raise --epsilon"
+            )
         plan = replace(plan, decisions=left_out(plan.decisions, domain))
         parts = data.encode(domain)
         report("synthesizing", 0.2)
