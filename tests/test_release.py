@@ -367,3 +367,17 @@ def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_d
             settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_stray_text_in_a_column_read_as_numbers_is_refused_by_name_and_count(tmp_path):
+    frame = pd.DataFrame({"sex": ["F", "M"] * 150, "age": [str(20 + i % 50) for i in range(300)]})
+    frame.loc[[3, 9], "age"] = "unknown"
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    with pytest.raises(EncodingError, match=r"'age' reads as numeric .* 2 of its values are not"):
+        release(
+            tmp_path / "people.csv",
+            out=tmp_path / "out",
+            ledger=tmp_path / "ledger.sqlite",
+            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+        )
+    assert not (tmp_path / "out").exists()

@@ -72,3 +72,13 @@ def test_a_date_column_with_a_stray_value_stays_dates_not_phone_numbers():
     dates = [f"2013-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(200)]
     found = guesses(pd.DataFrame({"c_jail_in": [*dates, "unknown"]}))
     assert found["c_jail_in"].kind is Kind.DATETIME and found["c_jail_in"].identifier is None
+
+
+def test_a_numeric_column_with_a_stray_text_value_stays_numeric():
+    """One "unknown" among 200 ages must not turn the column categorical (its ages folded by
+    the category threshold): it stays numeric, and the stray value is refused by name before
+    any spend (see test_release)."""
+    ages = [str(20 + i % 50) for i in range(200)]
+    found = guesses(pd.DataFrame({"age": [*ages, "unknown"], "code": [*map(str, range(200)), "x"]}))
+    assert found["age"].kind is Kind.NUMERIC and found["age"].integer
+    assert found["code"].identifier == "every value distinct (a record number)"

@@ -42,6 +42,7 @@ _VALUE_PATTERNS = {
 }
 _MIN_ROWS_FOR_UNIQUENESS = 20
 _NEAR_UNIQUE = 0.9
+_MOSTLY = 0.99  # the share of records that makes a column numbers or dates despite stray values
 _FREE_TEXT_WORDS = 4
 
 
@@ -70,10 +71,15 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
     weights = counts.to_numpy(dtype=float)
     rows = int(weights.sum())
     numbers = pd.to_numeric(text, errors="coerce")
-    if not numbers.isna().any():
+    parsed = numbers.notna().to_numpy()
+    if parsed.astype(float) @ weights >= _MOSTLY * rows:  # a stray text is refused by name later
+        numbers = numbers[parsed]
         integer = bool(np.all(np.mod(numbers.to_numpy(dtype=float), 1) == 0))
         reason = _identifier_by_name(name)
-        record_number = integer and rows >= _MIN_ROWS_FOR_UNIQUENESS and rows == numbers.nunique()
+        numbered = int(weights[parsed].sum())
+        record_number = (
+            integer and numbered >= _MIN_ROWS_FOR_UNIQUENESS and numbered == numbers.nunique()
+        )
         if reason is None and record_number:
             reason = "every value distinct (a record number)"
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
@@ -103,12 +109,12 @@ def _identifier_by_name(name: str) -> str | None:
 
 
 def _looks_like_dates(text: pd.Series, weights: np.ndarray) -> bool:
-    """Most records (:data:`_NEAR_UNIQUE`) hold a date: a stray value that is not one does not
-    make the column something else (its count is then refused by name, before any spend)."""
+    """Most records (:data:`_MOSTLY`) hold a date: a stray value that is not one does not make
+    the column something else (its count is then refused by name, before any spend)."""
     shaped = text.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).to_numpy(
         dtype=bool, na_value=False
     )
-    if shaped.astype(float) @ weights < _NEAR_UNIQUE * weights.sum():
+    if shaped.astype(float) @ weights < _MOSTLY * weights.sum():
         return False
     parsed = parse_dates(text[shaped]).notna().to_numpy(dtype=float)
-    return bool(parsed @ weights[shaped] >= _NEAR_UNIQUE * weights.sum())
+    return bool(parsed @ weights[shaped] >= _MOSTLY * weights.sum())

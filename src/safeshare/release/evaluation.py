@@ -326,7 +326,7 @@ def _check_values(frames: dict[str, pd.DataFrame], kept: list[ColumnDecision]) -
                     f"column {d.name!r} has no values in the {name} file (all missing); drop it "
                     "from the three files"
                 )
-            if d.kind in (Kind.CATEGORICAL, Kind.ORDINAL) and d.spec is None:
+            if d.kind in (Kind.CATEGORICAL, Kind.ORDINAL, Kind.NUMERIC) and d.spec is None:
                 numeric = pd.to_numeric(present, errors="coerce").notna().mean()
                 if MIXED_SHARE <= numeric < 1:
                     bad = int(pd.to_numeric(present, errors="coerce").isna().sum())
