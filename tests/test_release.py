@@ -300,6 +300,24 @@ def test_schema_constraints_need_aim_and_hold(tmp_path, fair):
     assert not broken.any()
 
 
+def release_table(tmp_path: Path, frame: pd.DataFrame):
+    """``frame`` released as a user's CSV would be: no schema, epsilon 1, a ledger of its own."""
+    frame.to_csv(tmp_path / "table.csv", index=False)
+    return release(
+        tmp_path / "table.csv",
+        out=tmp_path / "out",
+        ledger=tmp_path / "ledger.sqlite",
+        seed=2,
+        settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
+    )
+
+
+def nothing_spent_or_written(tmp_path: Path) -> bool:
+    ledger = tmp_path / "ledger.sqlite"
+    spent = ledger.exists() and Ledger(ledger).datasets() != []
+    return not spent and not (tmp_path / "out").exists()
+
+
 def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(tmp_path):
     """400 incomes spread over three decades show in no cell or block above the noise at
     epsilon=1: the column is left out (card, warning) instead of clipped into a range the
@@ -315,13 +333,7 @@ def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(t
             "income": np.round(10 ** rng.uniform(3, 6, n), 2),
         }
     )
-    frame.to_csv(tmp_path / "people.csv", index=False)
-    result = release(
-        tmp_path / "people.csv",
-        out=tmp_path / "out",
-        seed=2,
-        settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
-    )
+    result = release_table(tmp_path, frame)
     income = result.card["columns"]["income"]
     assert income["dropped"] and "discovery noise" in income["reason"]
     assert not result.card["columns"]["age"]["dropped"]
@@ -330,54 +342,28 @@ def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(t
 
 
 def test_a_stray_value_in_a_column_read_as_dates_is_refused_by_name_before_any_spend(tmp_path):
-    n = 300
-    frame = pd.DataFrame(
-        {
-            "sex": ["F", "M"] * (n // 2),
-            "in_date": [f"2013-0{1 + i % 9}-1{i % 10}" for i in range(n)],
-        }
-    )
+    dates = [f"2013-0{1 + i % 9}-1{i % 10}" for i in range(300)]
+    frame = pd.DataFrame({"sex": ["F", "M"] * 150, "in_date": dates})
     frame.loc[7, "in_date"] = "unknown"
-    frame.to_csv(tmp_path / "people.csv", index=False)
-    ledger = tmp_path / "ledger.sqlite"
-    with pytest.raises(
-        EncodingError, match=r"'in_date' reads as datetime .* 1 of its values are not"
-    ):
-        release(
-            tmp_path / "people.csv",
-            out=tmp_path / "out",
-            ledger=ledger,
-            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
-        )
-    assert not (tmp_path / "out").exists()
-    assert not ledger.exists() or Ledger(ledger).datasets() == []
-
-
-def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_do(tmp_path):
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    spread = {c: np.round(10 ** rng.uniform(3, 6, 400), 2) for c in ["income", "debt"]}
-    pd.DataFrame(spread).to_csv(tmp_path / "money.csv", index=False)
-    with pytest.raises(BudgetError, match="no column's range stood above the discovery noise"):
-        release(
-            tmp_path / "money.csv",
-            out=tmp_path / "out",
-            ledger=tmp_path / "ledger.sqlite",
-            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
-        )
-    assert not (tmp_path / "out").exists()
+    with pytest.raises(EncodingError, match=r"'in_date' reads as datetime .* 1 of its values"):
+        release_table(tmp_path, frame)
+    assert nothing_spent_or_written(tmp_path)
 
 
 def test_a_stray_text_in_a_column_read_as_numbers_is_refused_by_name_and_count(tmp_path):
     frame = pd.DataFrame({"sex": ["F", "M"] * 150, "age": [str(20 + i % 50) for i in range(300)]})
     frame.loc[[3, 9], "age"] = "unknown"
-    frame.to_csv(tmp_path / "people.csv", index=False)
     with pytest.raises(EncodingError, match=r"'age' reads as numeric .* 2 of its values are not"):
-        release(
-            tmp_path / "people.csv",
-            out=tmp_path / "out",
-            ledger=tmp_path / "ledger.sqlite",
-            settings=SynthesisSettings(epsilon=1.0, delta=1e-9),
-        )
+        release_table(tmp_path, frame)
+    assert nothing_spent_or_written(tmp_path)
+
+
+def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_do(tmp_path):
+    """Discovery ran (and stays spent), but nothing is written."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    spread = {c: np.round(10 ** rng.uniform(3, 6, 400), 2) for c in ["income", "debt"]}
+    with pytest.raises(BudgetError, match="no column's range stood above the discovery noise"):
+        release_table(tmp_path, pd.DataFrame(spread))
     assert not (tmp_path / "out").exists()
