@@ -111,7 +111,7 @@ class DiscoveryPlan:
         resolutions (:func:`_coarse_grid`) puts each record in one cell of each histogram:
         sensitivity sqrt(2), noise sqrt(2) x sigma, the same cost as one histogram."""
         label = f"domain of {target.name!r}"
-        if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL) or _coarse_grid(target) is None:
+        if not _two_resolutions(target):
             return GaussianMechanism(self.sigma, 1.0, label)
         return GaussianMechanism(self.sigma * math.sqrt(2), math.sqrt(2), label)
 
@@ -400,13 +400,20 @@ def _grid(target: Target) -> np.ndarray:
     return integer_grid() if target.integer else numeric_grid()
 
 
+def _two_resolutions(target: Target) -> bool:
+    """Whether the column is also counted on a coarse grid: integers and dates (decimals'
+    grid is log-linear already; categories have no grid)."""
+    return target.kind is Kind.DATETIME or (target.kind is Kind.NUMERIC and target.integer)
+
+
 def _coarse_grid(target: Target) -> np.ndarray | None:
-    """The coarser public grid an integer or date column is also counted on (None for
-    decimals: their grid is log-linear already)."""
+    """The coarser public grid an integer or date column is also counted on, else None."""
+    if not _two_resolutions(target):
+        return None
     if target.kind is Kind.DATETIME:
         return date_grid()[::12]  # years
     # log-linear at integer edges: unit cells up to 16, then 8 cells per power of two
-    return np.unique(np.ceil(numeric_grid())) + 0.0 if target.integer else None
+    return np.unique(np.ceil(numeric_grid())) + 0.0
 
 
 def _on_grid(
@@ -439,12 +446,10 @@ def _rescaled(
     noisy count (spread evenly where the fine cells show nothing): where the data are spread
     thin, the fine cells hold mostly noise and the coarse count says how much is there."""
     owner = np.clip(np.searchsorted(coarse, starts, side="right") - 1, 0, len(noisy) - 1)
-    totals = np.maximum(noisy, 0).astype(float)
-    fine = np.bincount(owner, weights=mass, minlength=len(noisy))
-    cells = np.bincount(owner, minlength=len(noisy)).astype(float)
-    share = np.where(fine[owner] > 0, mass / np.where(fine[owner] > 0, fine[owner], 1.0), 0.0)
-    even = np.where(fine[owner] > 0, 0.0, 1.0 / np.maximum(cells[owner], 1.0))
-    return totals[owner] * (share + even)
+    fine = np.bincount(owner, weights=mass, minlength=len(noisy))[owner]
+    cells = np.bincount(owner, minlength=len(noisy))[owner]
+    share = np.where(fine > 0, mass / np.where(fine > 0, fine, 1.0), 1.0 / cells)
+    return np.maximum(noisy, 0).astype(float)[owner] * share
 
 
 def _with_cells(column: Column, grid: np.ndarray, mass: np.ndarray) -> Column:
