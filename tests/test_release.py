@@ -124,6 +124,33 @@ def test_the_ledger_refuses_a_second_release_until_the_total_is_raised(tmp_path,
     assert read_card(tmp_path / "b")["ledger"]["spent_epsilon"] == pytest.approx(2.0)
 
 
+def test_a_resaved_copy_of_the_data_is_charged_to_the_same_budget(tmp_path, fair_csv, fair):
+    """Rows shuffled, columns reversed, semicolons: the same records, the same budget (the
+    file's bytes would have given the copy a fresh one)."""
+    ledger, reading = tmp_path / "ledger.sqlite", Reading(schema=fair[1])
+    release(fair_csv, out=tmp_path / "a", ledger=ledger, seed=4, reading=reading)
+    frame = pd.read_csv(fair_csv, dtype=str, keep_default_na=False)
+    copy = tmp_path / "copy.csv"
+    frame.sample(frac=1, random_state=1)[frame.columns[::-1]].to_csv(copy, index=False, sep=";")
+    with pytest.raises(BudgetExceededError, match="has spent epsilon=1"):
+        release(copy, out=tmp_path / "b", ledger=ledger, seed=4, reading=reading)
+    assert not (tmp_path / "b").exists()
+    card = read_card(tmp_path / "a")
+    assert card["input"]["records"] == Ledger(ledger).find("fair.csv").fingerprint
+
+
+def test_spends_a_ledger_recorded_by_the_file_bytes_still_count(tmp_path, fair_csv, fair):
+    """A ledger written when datasets were known by their file's SHA-256 keeps charging them."""
+    from safeshare.data.readers import fingerprint_file
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.spend(fingerprint_file(fair_csv), PrivacyBudget(1.0, 1e-8), "mst", name="fair.csv")
+    with pytest.raises(BudgetExceededError, match="has spent epsilon=1"):
+        release(fair_csv, out=tmp_path / "b", ledger=ledger.path, reading=Reading(schema=fair[1]))
+    carried = Ledger(ledger.path).find("fair.csv")
+    assert carried.fingerprint != fingerprint_file(fair_csv) and carried.releases == 1
+
+
 def test_output_directory_is_replaced_only_with_force_and_only_when_safeshare_wrote_it(
     tmp_path, fair_csv, fair
 ):

@@ -179,3 +179,25 @@ def test_a_ledger_of_an_earlier_version_starts_its_log(tmp_path):
     db.close()
     with pytest.raises(LedgerError, match="altered"):
         Ledger(path)
+
+
+def test_spends_under_former_identities_are_carried_over_and_the_log_replays(tmp_path):
+    """A dataset the ledger knew by two file hashes (a file and a re-saved copy of it, each
+    given a budget of its own before identities were by records) has every spend counted under
+    its records' identity, the first one's total kept; the carry is logged and replays."""
+    path = tmp_path / "l.sqlite"
+    ledger = Ledger(path)
+    ledger.set_total("bytes-a", PrivacyBudget(2.0, 1e-8), name="data.csv")
+    ledger.spend("bytes-a", ONE, label="mst")
+    ledger.spend("bytes-b", ONE, label="aim", name="copy.csv")
+    ledger.spend("other", ONE, label="mst", name="other.csv")
+    carried = ledger.carry_over("records", ["bytes-a", "bytes-b"])
+    assert (carried.name, carried.total.epsilon) == ("data.csv", 2.0)
+    assert (carried.spent_epsilon, carried.releases) == (2.0, 2)
+    assert ledger.status("bytes-a") is None and ledger.status("bytes-b") is None
+    assert ledger.carry_over("records", ["bytes-a"]) == carried  # nothing left to carry
+    reopened = Ledger(path)  # the log, replayed, agrees with the tables
+    assert reopened.status("records") == carried
+    assert reopened.status("other").spent_epsilon == 1.0
+    with pytest.raises(BudgetExceededError):
+        reopened.spend("records", ONE, label="mst")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from safeshare.data.identity import Identity
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import BudgetError, InputError, OutputExistsError, OutputWriteError
@@ -63,7 +64,7 @@ def test_the_output_folder_may_not_hold_the_input(tmp_path: Path) -> None:
 
 def test_paid_refunds_a_failure_of_the_machine_and_keeps_one_of_the_data(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    bill = Bill("ab12", "people.csv", BUDGET, "train dp-sgd")
+    bill = Bill(Identity("ab12"), "people.csv", BUDGET, "train dp-sgd")
     with pytest.raises(OutputWriteError, match="not charged"), paid(ledger, bill):
         raise OSError(28, "No space left on device")
     assert ledger.status("ab12").spent_epsilon == 0.0
@@ -76,7 +77,7 @@ def test_paid_refunds_a_failure_of_the_machine_and_keeps_one_of_the_data(tmp_pat
 
 def test_charge_never_refunds(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.sqlite")
-    payment = charge(ledger, Bill("ab12", "texts.csv", BUDGET, "release pe (text)"))
+    payment = charge(ledger, Bill(Identity("ab12"), "texts.csv", BUDGET, "release pe (text)"))
     assert not payment.spend.resumed
     assert payment.summary() == {
         "path": str(ledger.path),

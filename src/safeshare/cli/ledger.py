@@ -33,7 +33,13 @@ def list_datasets(
         stdout.print(f"the ledger at {book.path} records no release yet")
         return
     table = RichTable(title=f"privacy ledger {book.path}")
-    for header in ("dataset", "sha256", "releases", "epsilon spent / total", "delta spent / total"):
+    for header in (
+        "dataset",
+        "identity",
+        "releases",
+        "epsilon spent / total",
+        "delta spent / total",
+    ):
         table.add_column(header)
     for s in rows:
         table.add_row(
@@ -58,7 +64,7 @@ def set_total(
     ),
 ) -> None:
     """Set a dataset's total budget (never below what it has spent)."""
-    from safeshare.data.readers import fingerprint_file
+    from safeshare.data.identity import Identity
     from safeshare.dp.budget import PrivacyBudget
     from safeshare.dp.ledger import Ledger
     from safeshare.errors import LedgerError
@@ -66,9 +72,10 @@ def set_total(
     book = Ledger(ledger)
     path = Path(dataset)
     if path.is_file():
-        fingerprint, name = fingerprint_file(path), path.name
-        known = book.status(fingerprint)
-        name = known.name if known else name
+        identity = Identity.of_file(path)
+        fingerprint = identity.records
+        known = book.carry_over(fingerprint, identity.formerly)
+        name = known.name if known else path.name
     else:
         found = book.find(dataset)
         if found is None:

@@ -9,7 +9,12 @@ composition: their epsilons add up, and so do their deltas.  A spend is refunded
 (:meth:`Ledger.refund`) only where a release failed for reasons of the machine, before it
 released anything: the refund is recorded next to the spend, which then stops counting.
 
-Every change (a total, a spend, a refund) is also appended to a log whose entries are chained
+A dataset once recorded under another identity (the SHA-256 of its file's bytes, before the
+ledger knew datasets by their records: :mod:`safeshare.data.identity`) is carried over to its
+new one by :meth:`Ledger.carry_over`, its total and spends with it, so no upgrade and no re-saved
+copy of a file starts its budget anew.
+
+Every change (a total, a spend, a refund, a carry-over) is also appended to a log whose entries are chained
 by SHA-256, its head kept beside it; each use of the ledger replays the log and refuses a
 ledger whose tables, log or head disagree (an altered, lost or corrupted record), an empty
 file (a truncated ledger is never silently started anew) and a file that is not a ledger.
@@ -36,7 +41,7 @@ import math
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -263,6 +268,37 @@ class Ledger:
                 db, _total_entry(fingerprint, kept.fetchone()[0], total.epsilon, total.delta)
             )
 
+    def carry_over(self, fingerprint: str, formerly: Sequence[str]) -> LedgerStatus | None:
+        """Move what the ledger holds under the identities ``formerly`` to ``fingerprint``
+        (their spends count there; a dataset new under ``fingerprint`` takes the first one's
+        total and name); the dataset's status after it (None when it is unknown).
+
+        >>> import tempfile, pathlib
+        >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "ledger.sqlite")
+        >>> _ = ledger.spend("bytes-sha", PrivacyBudget(1.0, 1e-9), label="mst")
+        >>> ledger.carry_over("records-sha", ["bytes-sha"]).spent_epsilon
+        1.0
+        >>> ledger.status("bytes-sha") is None
+        True
+        """
+        former = [f for f in dict.fromkeys(formerly) if f != fingerprint]
+        with self._transaction() as db:
+            for old in former:
+                if self._status(db, old) is None:
+                    continue
+                if self._status(db, fingerprint) is None:
+                    db.execute(
+                        "UPDATE datasets SET fingerprint = ? WHERE fingerprint = ?",
+                        (fingerprint, old),
+                    )
+                else:
+                    db.execute("DELETE FROM datasets WHERE fingerprint = ?", (old,))
+                db.execute(
+                    "UPDATE spends SET fingerprint = ? WHERE fingerprint = ?", (fingerprint, old)
+                )
+                self._append(db, {"op": "carry", "from": old, "to": fingerprint})
+            return self._status(db, fingerprint)
+
     def spend(
         self,
         fingerprint: str,
@@ -476,8 +512,17 @@ class _Replay:
             self.spends[int(entry["id"])] = spend
         elif op == "refund":
             self.refunds.add(int(entry["spend_id"]))
+        elif op == "carry":
+            self.carry(entry["from"], entry["to"])
         else:
             raise LedgerError(f"the privacy ledger's log holds an unknown entry {op!r}")
+
+    def carry(self, old: str, new: str) -> None:
+        kept = self.datasets.pop(old)
+        self.datasets.setdefault(new, kept)
+        for spend_id, (fingerprint, *rest) in list(self.spends.items()):
+            if fingerprint == old:
+                self.spends[spend_id] = (new, *rest)  # type: ignore[assignment]
 
     def tables(self) -> _Tables:
         return self.datasets, self.spends, self.refunds

@@ -94,7 +94,7 @@ def release_anonymized(
     report("reading", 0.0)
     with open_input(source, None, reading) as data:
         result, first, records, described = _anonymized(data, Anonymizer(config), out, report)
-        name, fingerprint = data.name, data.fingerprint
+        name, fingerprint = data.name, data.identity.card()["sha256"]
 
     report("writing", 0.9)
     warnings = _warnings(result)

@@ -25,19 +25,13 @@ import pandas as pd
 
 from safeshare.data.codec import EncodeReport
 from safeshare.data.domain import Domain
-from safeshare.data.readers import (
-    MISSING_TOKENS,
-    fingerprint_file,
-    fingerprint_frame,
-    read_frame,
-    split_missing,
-)
+from safeshare.data.identity import Identity
+from safeshare.data.readers import MISSING_TOKENS, read_frame, split_missing
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import CodedTable, Table
 from safeshare.engine.base import ClosesOnExit
 from safeshare.engine.duckdb_engine import DuckDBEngine, default_memory_limit
-from safeshare.engine.duckdb_source import PARQUET_SUFFIXES
 from safeshare.errors import InputError
 from safeshare.evaluate.split import holdout_size
 
@@ -112,7 +106,10 @@ class ReleaseInput(Protocol):
 
     engine_name: str
     name: str
-    fingerprint: str
+    identity: Identity
+
+    @property
+    def fingerprint(self) -> str: ...
 
     def __len__(self) -> int: ...
 
@@ -223,13 +220,13 @@ class FrameInput(ClosesOnExit):
         self,
         frame: pd.DataFrame,
         name: str,
-        fingerprint: str,
+        identity: Identity,
         spellings: pd.DataFrame | None = None,
     ) -> None:
         self._frame = frame
         self._spellings = spellings if spellings is not None else pd.DataFrame(index=frame.index)
         self.name = name
-        self.fingerprint = fingerprint
+        self.identity = identity
         self._by_rank: np.ndarray | None = None
         self.n_holdout = 0
 
@@ -239,14 +236,18 @@ class FrameInput(ClosesOnExit):
             raise InputError("the table is empty; give at least one column and one record")
         copy = frame.copy()
         copy.columns = [str(c) for c in copy.columns]
-        return cls(copy, dataset_name or "dataframe", fingerprint_frame(copy))
+        return cls(copy, dataset_name or "dataframe", Identity.of_frame(copy))
 
     @classmethod
     def from_file(cls, path: Path, schema: Schema | None, dataset_name: str | None) -> FrameInput:
         names = schema.names if schema is not None else None
         tokens = schema.missing_values if schema is not None else MISSING_TOKENS
         frame, spellings = split_missing(read_frame(path, names=names, missing_values=()), tokens)
-        return cls(frame, dataset_name or path.name, fingerprint_file(path), spellings)
+        return cls(frame, dataset_name or path.name, Identity.of_file(path), spellings)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity.records
 
     def __len__(self) -> int:
         return len(self._frame)
@@ -331,14 +332,14 @@ class EngineInput(ClosesOnExit):
         engine: DuckDBEngine | SparkEngine,
         source: EngineSource,
         name: str,
-        fingerprint: str,
+        identity: Identity,
         settings: dict[str, object],
     ) -> None:
         self.engine = engine
         self.engine_name = engine.name
         self.source = source
         self.name = name
-        self.fingerprint = fingerprint
+        self.identity = identity
         self._settings = settings
         self._order: RowOrder | None = None
         self.n_holdout = 0
@@ -353,12 +354,12 @@ class EngineInput(ClosesOnExit):
         engine = DuckDBEngine(memory_limit=memory_limit)
         try:
             source = engine.open(path, **_reading(schema))
-            fingerprint = _fingerprint_path(path)
+            identity = Identity.of_file(path)
         except BaseException:
             engine.close()
             raise
         settings: dict[str, object] = {"memory_limit": memory_limit}
-        return cls(engine, source, dataset_name or path.name, fingerprint, settings)
+        return cls(engine, source, dataset_name or path.name, identity, settings)
 
     @classmethod
     def open_spark(
@@ -375,17 +376,21 @@ class EngineInput(ClosesOnExit):
         try:
             source = engine.open(location, **_reading(schema))
             remote = isinstance(location, str) and "://" in location
-            fingerprint = (
-                _content_fingerprint(engine, source)
+            identity = (
+                Identity(_content_fingerprint(engine, source))
                 if remote
-                else _fingerprint_path(Path(location))
+                else Identity.of_file(Path(location))
             )
         except BaseException:
             engine.close()
             raise
         settings: dict[str, object] = {"master": engine.spark.sparkContext.master}
         name = dataset_name or str(location).rstrip("/").rsplit("/", 1)[-1]
-        return cls(engine, source, name, fingerprint, settings)
+        return cls(engine, source, name, identity, settings)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity.records
 
     def __len__(self) -> int:
         return len(self.source)
@@ -510,14 +515,3 @@ def _has_duckdb() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("duckdb") is not None
-
-
-def _fingerprint_path(path: Path) -> str:
-    """The ledger identity of a file, or of a folder of Parquet files (names and bytes, in order)."""
-    if not path.is_dir():
-        return fingerprint_file(path)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES):
-        digest.update(str(file.relative_to(path)).encode() + b"\x00")
-        digest.update(bytes.fromhex(fingerprint_file(file)))
-    return digest.hexdigest()

@@ -8,9 +8,10 @@ is what one run charges; :func:`paid` charges it and refunds it where the run th
 for a reason of the machine (see :func:`safeshare.release.resume.refund_on_failure`).
 
 >>> import tempfile, pathlib
+>>> from safeshare.data.identity import Identity
 >>> from safeshare.dp.budget import PrivacyBudget
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
->>> bill = Bill("ab12", "people.csv", PrivacyBudget(1.0, 1e-9), "train dp-sgd")
+>>> bill = Bill(Identity("ab12"), "people.csv", PrivacyBudget(1.0, 1e-9), "train dp-sgd")
 >>> with paid(tmp / "ledger.sqlite", bill) as payment:
 ...     summary = payment.summary()
 >>> summary["spent_epsilon"], summary["releases"]
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from safeshare.data.identity import Identity
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import check_seed
@@ -33,10 +35,10 @@ from safeshare.release.resume import Spend, refund_on_failure, spend_once
 
 
 class Fingerprinted(Protocol):
-    """An input the ledger knows by its content's fingerprint, and calls by its name."""
+    """An input the ledger knows by its records' identity, and calls by its name."""
 
     @property
-    def fingerprint(self) -> str: ...
+    def identity(self) -> Identity: ...
 
     @property
     def name(self) -> str: ...
@@ -44,14 +46,19 @@ class Fingerprinted(Protocol):
 
 @dataclass(frozen=True)
 class Bill:
-    """What one run charges: the dataset (fingerprint, name), the budget, the ledger's label
+    """What one run charges: the dataset (identity, name), the budget, the ledger's label
     for the run, and the dataset's total when the ledger meets it for the first time."""
 
-    fingerprint: str
+    identity: Identity
     name: str
     budget: PrivacyBudget
     label: str
     default_total: PrivacyBudget | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """The dataset's key in the ledger."""
+        return self.identity.records
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,7 @@ def charge(
         checkpoint,
         name=bill.name,
         default_total=bill.default_total,
+        formerly=bill.identity.formerly,
     )
     return Payment(book, spend)
 
@@ -157,14 +165,14 @@ class JobRequest:
         delta = 1.0 / (10 * units) if self.delta is None else self.delta
         return PrivacyBudget(self.epsilon, delta)
 
-    def bill(self, fingerprint: str, name: str, budget: PrivacyBudget, label: str) -> Bill:
-        """What this run charges for ``budget`` on the dataset ``fingerprint``."""
+    def bill(self, identity: Identity, name: str, budget: PrivacyBudget, label: str) -> Bill:
+        """What this run charges for ``budget`` on the dataset ``identity``."""
         total = None
         if self.total_epsilon is not None or self.total_delta is not None:
             total = PrivacyBudget(
                 self.total_epsilon or budget.epsilon, self.total_delta or budget.delta
             )
-        return Bill(fingerprint, name, budget, label, total)
+        return Bill(identity, name, budget, label, total)
 
     @contextmanager
     def paid(
@@ -173,7 +181,5 @@ class JobRequest:
         """Charge this run's budget for ``units`` privacy units of ``source`` under ``label``;
         yields the budget and the payment.  A crash of the machine in the block refunds it."""
         budget = self.budget(units)
-        with paid(
-            self.ledger, self.bill(source.fingerprint, source.name, budget, label)
-        ) as payment:
+        with paid(self.ledger, self.bill(source.identity, source.name, budget, label)) as payment:
             yield budget, payment

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
+from safeshare.data.identity import Identity
 from safeshare.data.schema import Schema
 from safeshare.dp.accountant import NEIGHBOURING
 from safeshare.dp.budget import PrivacyBudget
@@ -50,12 +51,16 @@ DEFAULT_HOLDOUT = 0.1
 
 @dataclass(frozen=True)
 class TextInput:
-    """The texts of one column, the input's content hash and its name."""
+    """The texts of one column, the input's identity and its name."""
 
     texts: list[str]
-    fingerprint: str
+    identity: Identity
     name: str
     users: Any = None  # one id per text, when a user column was asked for
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity.records
 
 
 def read_texts(
@@ -67,7 +72,7 @@ def read_texts(
     """The text column of ``data`` (checked: present, no missing or blank text), and the
     ``user_column``'s ids when one is named (not the text column, not in the schema)."""
     schema = Schema.load(schema_path) if schema_path is not None else None
-    frame, fingerprint, name = read_input(data, schema, None)
+    frame, identity, name = read_input(data, schema, None)
     if text_column not in frame.columns:
         raise SchemaError(
             f"--text-column {text_column!r} is not a column of {name}; columns: "
@@ -99,7 +104,7 @@ def read_texts(
             f"positions {shown}, 0-based, header excluded); a language model learns nothing "
             "from them: drop those rows"
         )
-    return TextInput(check_texts(values, text_column), fingerprint, name, users)
+    return TextInput(check_texts(values, text_column), identity, name, users)
 
 
 def check_sizes(
@@ -233,7 +238,7 @@ def _holdout_file(source: TextInput, text_column: str, held_out: _HeldOut) -> di
         "rows": sorted(int(r) for r in held_out.rows),
         "rows_total": len(source.texts),
         "text_column": text_column,
-        "input_sha256": source.fingerprint,
+        "input_sha256": source.identity.sha256,
     }
     if source.users is not None:
         written.update(_user_holdout(held_out.user_column, held_out.users_held_out))
@@ -290,7 +295,7 @@ def _card(
         guarantee,
         budget=PrivacyBudget(epsilon, delta),
         secure_noise=privacy.get("secure_noise"),
-        source={"name": source.name, "sha256": source.fingerprint, "rows": rows},
+        source={"name": source.name, **source.identity.card(), "rows": rows},
     )
     return {
         **header,
@@ -377,7 +382,10 @@ def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) 
     column = str(holdout["text_column"])
     user_column = card.get("privacy", {}).get("user_column")
     source = read_texts(data, column, schema_path, user_column)
-    if source.fingerprint != holdout["input_sha256"] or len(source.texts) != holdout["rows_total"]:
+    if (
+        source.identity.sha256 != holdout["input_sha256"]
+        or len(source.texts) != holdout["rows_total"]
+    ):
         raise InputError(
             f"--data {source.name!r} is not the file this model was trained on (its SHA-256 "
             "differs from the card's input.sha256); give that file, unchanged"

@@ -31,6 +31,7 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain, Kind
+from safeshare.data.identity import Identity
 from safeshare.data.plan import (
     ColumnDecision,
     Source,
@@ -39,7 +40,7 @@ from safeshare.data.plan import (
     infer_column_unsafe,
     left_out,
 )
-from safeshare.data.readers import MISSING_TOKENS, fingerprint_file, fingerprint_frame, read_frame
+from safeshare.data.readers import MISSING_TOKENS, read_frame
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
@@ -176,7 +177,7 @@ def release(
     report("reading", 0.0)
     with open_input(source, schema, reading) as data:
         label = f"release {settings.method}"
-        bill = Bill(data.fingerprint, data.name, settings.budget, label, total_budget)
+        bill = Bill(data.identity, data.name, settings.budget, label, total_budget)
         return _release_input(data, settings, schema, job, bill, report)
 
 
@@ -351,7 +352,7 @@ def _evaluated(
         spending,
         decisions=plan.decisions,
         domain=domain,
-        dataset={"name": data.name, "sha256": data.fingerprint},
+        dataset={"name": data.name, **data.identity.card()},
         rows=rows,
         metrics=metrics,
         ledger=payment.summary(),
@@ -382,20 +383,20 @@ def _attack(
 
 def read_input(
     source: str | Path | pd.DataFrame, schema: Schema | None, dataset_name: str | None
-) -> tuple[pd.DataFrame, str, str]:
-    """The table as text columns, its content fingerprint (for the ledger) and its name."""
+) -> tuple[pd.DataFrame, Identity, str]:
+    """The table as text columns, its identity in the ledger and its name."""
     if isinstance(source, pd.DataFrame):
         if source.shape[0] == 0 or source.shape[1] == 0:
             raise InputError("the table is empty; give at least one column and one record")
         frame = source.copy()
         frame.columns = [str(c) for c in frame.columns]
-        return frame, fingerprint_frame(frame), dataset_name or "dataframe"
+        return frame, Identity.of_frame(frame), dataset_name or "dataframe"
     path = Path(source)
     if schema is None:
         frame = read_frame(path)
     else:
         frame = read_frame(path, names=schema.names, missing_values=schema.missing_values)
-    return frame, fingerprint_file(path), dataset_name or path.name
+    return frame, Identity.of_file(path), dataset_name or path.name
 
 
 def _plan_discovery(

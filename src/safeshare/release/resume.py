@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +64,12 @@ def spend_once(
     *,
     name: str | None = None,
     default_total: PrivacyBudget | None = None,
+    formerly: Sequence[str] = (),
 ) -> Spend:
-    """Spend ``budget`` on the dataset, unless ``folder`` holds this release's receipt."""
+    """Spend ``budget`` on the dataset, unless ``folder`` holds this release's receipt.  What
+    the ledger holds under the identities the dataset had ``formerly`` is carried over first."""
+    if formerly:
+        ledger.carry_over(fingerprint, formerly)
     receipt = Path(folder) / RECEIPT if folder is not None else None
     if receipt is not None and receipt.is_file():
         try:
@@ -74,6 +78,8 @@ def spend_once(
             raise InputError(f"{receipt} is not valid JSON; use a new checkpoint folder") from None
         mine = {"fingerprint": fingerprint, "epsilon": budget.epsilon, "delta": budget.delta}
         theirs = {k: saved.get(k) for k in mine}
+        if theirs["fingerprint"] in formerly:  # a receipt written before the identity changed
+            theirs["fingerprint"] = fingerprint
         if theirs != mine:
             raise InputError(
                 f"the checkpoint folder {str(folder)!r} belongs to another release (another "

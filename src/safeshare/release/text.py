@@ -131,10 +131,10 @@ def release_text(
     job = Job(check_output(out, force=force, inputs=inputs), ledger, seed, force)
     report = progress or no_progress
     report("reading", 0.0)
-    frame, fingerprint, name = read_input(source, None, dataset_name)
+    frame, identity, name = read_input(source, None, dataset_name)
     embedder = settings.embedder or MiniLMEmbedder(column=settings.text_column)
     embed = CachedEmbedder(embedder, settings.text_column)
-    bill = Bill(fingerprint, name, settings.budget, "release pe (text)", total_budget)
+    bill = Bill(identity, name, settings.budget, "release pe (text)", total_budget)
     return _release_frame(frame, bill, settings, job, embed, report)
 
 

@@ -48,7 +48,7 @@ def text_source(source: SensitiveTable, target: str, text_column: str) -> Sensit
     if schema is not None:
         specs = {n: spec for n in (target, text_column) if (spec := schema.spec(n)) is not None}
         schema = Schema(specs, schema.missing_values, schema.source)
-    return SensitiveTable(frame[[target, text_column]], schema, source.fingerprint, source.name)
+    return SensitiveTable(frame[[target, text_column]], schema, source.identity, source.name)
 
 
 def user_ids(
@@ -65,7 +65,7 @@ def user_ids(
     if schema is not None:  # only the target's and the user column's entries, if any
         specs = {n: spec for n in (target, user_column) if (spec := schema.spec(n)) is not None}
         schema = Schema(specs, schema.missing_values, schema.source)
-    narrowed = SensitiveTable(frame[[target, user_column]], schema, table.fingerprint, table.name)
+    narrowed = SensitiveTable(frame[[target, user_column]], schema, table.identity, table.name)
     return split_users(narrowed, user_column, target, unsafe_infer)[1]
 
 

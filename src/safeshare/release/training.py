@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from safeshare._progress import Progress, no_progress
+from safeshare.data.identity import Identity
 from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns, left_out
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
@@ -44,7 +45,7 @@ class Prepared:
     table: Table
     decisions: list[ColumnDecision]
     name: str
-    fingerprint: str
+    identity: Identity
     discovery_epsilon: float
     discovery_delta: float
     delta: float  # the whole budget's delta
@@ -139,12 +140,16 @@ def check_training_job(request: JobRequest, device: str) -> None:
 
 @dataclass(frozen=True)
 class SensitiveTable:
-    """The sensitive table as read (text columns), its schema, fingerprint and name."""
+    """The sensitive table as read (text columns), its schema, identity and name."""
 
     frame: pd.DataFrame
     schema: Schema | None
-    fingerprint: str
+    identity: Identity
     name: str
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity.records
 
 
 def split_users(
@@ -178,18 +183,18 @@ def split_users(
                 f"protects records, not users; declare {open_domains} in the schema"
             )
     ids = frame[user_column].to_numpy(dtype=object)
-    return SensitiveTable(rest, schema, source.fingerprint, source.name), ids
+    return SensitiveTable(rest, schema, source.identity, source.name), ids
 
 
 def read_table(data: Path, target: str, schema_path: Path | None = None) -> SensitiveTable:
     """Read ``data`` as a release does; refuse a ``target`` it does not have."""
     schema = Schema.load(schema_path) if schema_path is not None else None
-    frame, fingerprint, name = read_input(data, schema, None)
+    frame, identity, name = read_input(data, schema, None)
     if target not in frame.columns:
         raise SchemaError(
             f"--target {target!r} is not a column of {data.name}; columns: {list(frame.columns)}"
         )
-    return SensitiveTable(frame, schema, fingerprint, name)
+    return SensitiveTable(frame, schema, identity, name)
 
 
 def prepare_table(
@@ -202,7 +207,7 @@ def prepare_table(
 ) -> Prepared:
     """Decide the columns and resolve the domain as a release does (DP discovery spends
     :data:`DOMAIN_SHARE` of the budget when the schema leaves domains open)."""
-    frame, name, fingerprint = source.frame, source.name, source.fingerprint
+    frame, name = source.frame, source.name
     decisions = decide_columns(frame, source.schema, unsafe=unsafe_infer)
     check_values(frame, decisions)
     by_name = {d.name: d for d in decisions}
@@ -229,7 +234,7 @@ def prepare_table(
         table,
         decisions,
         name,
-        fingerprint,
+        source.identity,
         spent_epsilon,
         spent_delta,
         budget.delta,
@@ -256,7 +261,7 @@ def training_card(
         _guarantee(prepared, privacy, total_epsilon, total_delta, user_level),
         budget=PrivacyBudget(epsilon, total_delta),
         secure_noise=privacy.get("secure_noise"),
-        source={"name": prepared.name, "sha256": prepared.fingerprint},
+        source={"name": prepared.name, **prepared.identity.card()},
     )
     public, not_dp = _disclosed(prepared, user_level)
     return {
