@@ -1,7 +1,9 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no network) a person reads.
 
 It renders the privacy card plus charts computed from aggregates (marginal
-proportions, distance histograms); no record of the private data appears in it.
+proportions, distance histograms); no record of the private data appears in it, and a
+marginal's cell held by fewer than :data:`SMALL_CELL` training records is drawn as empty, so a
+bar never shows that a rare person is in the data.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from safeshare.evaluate.assessment import Assessment
 
 MARGINAL_PANELS = 6
+SMALL_CELL = 10
 
 
 def render_report(
@@ -133,13 +136,32 @@ def _risk_rows(risk: RiskResult) -> list[dict[str, Any]]:
 def worst_columns(
     train: Table, synthetic: Table
 ) -> list[tuple[str, tuple[str, ...], np.ndarray, np.ndarray]]:
-    """The columns whose 1-way marginal the release matches worst: name, labels, counts."""
+    """The columns whose 1-way marginal the release matches worst: name, labels and the shares
+    of the real and the released records per label (real cells under :data:`SMALL_CELL`
+    records are drawn as 0; the ranking reads the exact counts, as the card's metrics do).
+
+    >>> import pandas as pd
+    >>> from safeshare.data.domain import Column, Domain, Kind
+    >>> domain = Domain((Column("job", Kind.CATEGORICAL, categories=("a", "rare")),))
+    >>> real, _ = Table.from_frame(pd.DataFrame({"job": ["a"] * 30 + ["rare"] * 2}), domain)
+    >>> [(name, shares.round(3).tolist()) for name, _, shares, _ in worst_columns(real, real)]
+    [('job', [0.938, 0.0, 0.0, 0.0])]
+    """
     engine = default_engine()
     panels = []
     for column in train.domain:
         real = engine.counts(train, [column.name])
         released = engine.counts(synthetic, [column.name])
-        panels.append((tvd(real, released), column.name, column.labels(), real, released))
+        shown = np.where(real < SMALL_CELL, 0, real) / max(real.sum(), 1)
+        panels.append(
+            (
+                tvd(real, released),
+                column.name,
+                column.labels(),
+                shown,
+                released / max(released.sum(), 1),
+            )
+        )
     panels.sort(key=lambda p: -p[0])
     return [
         (name, labels, real, released)

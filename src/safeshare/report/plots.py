@@ -77,7 +77,7 @@ def budget_chart(items: Sequence[dict[str, Any]]) -> str:
 
 
 def marginal_chart(columns: Sequence[tuple[str, Sequence[str], np.ndarray, np.ndarray]]) -> str:
-    """One panel per column: proportions in the real (train) data and in the release."""
+    """One panel per column: the shares of the real (train) records and of the released ones."""
     n = len(columns)
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
@@ -85,8 +85,8 @@ def marginal_chart(columns: Sequence[tuple[str, Sequence[str], np.ndarray, np.nd
     for i, (name, labels, real, released) in enumerate(columns):
         axes = figure.add_subplot(rows, cols, i + 1)
         x = np.arange(len(labels))
-        axes.bar(x - 0.2, real / max(real.sum(), 1), 0.4, color=_REAL, label="real (train)")
-        axes.bar(x + 0.2, released / max(released.sum(), 1), 0.4, color=_RELEASED, label="released")
+        axes.bar(x - 0.2, real, 0.4, color=_REAL, label="real (train)")
+        axes.bar(x + 0.2, released, 0.4, color=_RELEASED, label="released")
         axes.set_title(name)
         step = max(1, len(labels) // 8)
         axes.set_xticks(
