@@ -76,7 +76,10 @@ def test_cli_writes_release(tmp_path):
     assert set(card["transformation"]) == set(card["quality"]["per_attribute"])
     assert card["columns"]["age"]["role"] == "quasi_identifier"
     assert card["columns"]["salary-class"]["transform"] == "kept"
-    released = pd.read_csv(out / "anonymized.csv", dtype=str)
+    # written with the input's delimiter (adult-arx is ';'-separated), header first
+    header = data.read_text().splitlines()[0]
+    assert (out / "anonymized.csv").read_text().splitlines()[0] == header
+    released = pd.read_csv(out / "anonymized.csv", sep=";", dtype=str)
     assert len(released) == card["rows_out"]
     html = (out / "report.html").read_text()
     assert "<svg" in html and "http://" not in html.replace("http://www.w3.org", "")
@@ -118,3 +121,29 @@ def test_release_card_lists_unprotected_columns(tmp_path):
     result = release_anonymized(frame, config=config, out=tmp_path / "r", reading=Reading(name="t"))
     assert any("'note'" in line for line in result.warnings)
     assert result.card["columns"]["note"]["transform"] == "kept (not protected)"
+
+
+def test_columns_named_like_identifiers_are_dropped_unless_kept_on_purpose(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "name": ["Ann Lee", "Bo Ray"] * 4,
+            "first": ["Ann", "Bo"] * 4,
+            "last": ["Lee", "Ray"] * 4,
+            "id": [str(i) for i in range(8)],
+            "zip": ["13053", "13068"] * 4,
+            "note": ["a", "b"] * 4,
+        }
+    )
+    config = {"quasi_identifiers": {"zip": {"hierarchy": "mask"}}, "privacy": {"k": 2}}
+    done = release_anonymized(frame, config=config, out=tmp_path / "a", reading=Reading(name="t"))
+    written = pd.read_csv(tmp_path / "a" / "anonymized.csv", dtype=str)
+    assert list(written.columns) == ["zip", "note"]
+    assert all(done.card["columns"][c]["dropped"] for c in ("name", "first", "last", "id"))
+    assert not done.card["columns"]["note"]["dropped"]
+    assert any("named like direct identifiers" in w for w in done.warnings)
+    kept = {**config, "transforms": {"id": "keep"}}
+    done = release_anonymized(frame, config=kept, out=tmp_path / "b", reading=Reading(name="t"))
+    written = pd.read_csv(tmp_path / "b" / "anonymized.csv", dtype=str)
+    assert list(written.columns) == ["id", "zip", "note"]
+    assert written["id"].tolist() == frame["id"].tolist()
+    assert done.card["columns"]["id"]["transform"] == "keep"

@@ -74,6 +74,26 @@ def test_generalized_values_by_containment():
     assert 30 <= imputed.column("age")[0] < 40
 
 
+def test_the_labels_the_cuts_builder_writes_are_read_as_their_ranges():
+    from safeshare.anonymize.anonymizer import Anonymizer
+
+    visits = [str(v) for v in [0, 0, 0, 2, 3, 3, 5, 9, 12, 16, 20, 30]]
+    config = {
+        "quasi_identifiers": {"visits": {"hierarchy": {"cuts": [[1, 4, 16], [16]]}}},
+        "privacy": {"k": 3},
+    }
+    written = Anonymizer(config).fit(pd.DataFrame({"visits": visits})).frame
+    assert {"<1", ">=16"} <= set(written["visits"].astype(str))
+    domain = Domain((Column("visits", Kind.NUMERIC, edges=tuple(range(0, 42)), integer=True),))
+    cells = cell_sets(written.astype(str), domain)
+    assert cells.unexplained == {"visits": 0}
+    for row, label in enumerate(written["visits"].astype(str)):
+        covered = cells.mask("visits", row).nonzero()[0].tolist()
+        expected = {"<1": [0], ">=16": list(range(16, 41)), "[1, 4)": [1, 2, 3],
+                    "[4, 16)": list(range(4, 16))}[label]  # fmt: skip
+        assert covered == expected, label
+
+
 def test_linkage_through_a_generalized_release():
     domain = Domain(
         (

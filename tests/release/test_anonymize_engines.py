@@ -111,8 +111,8 @@ def test_typed_parquet_releases_alike(tmp_path, fair, spark):
     written as the whole table's reader types it (floats) in every chunk."""
     frame = fair[0].copy()
     frame["children"] = frame["children"].round().astype("int64")
-    frame["id"] = pd.array(range(len(frame)), dtype="Int64")
-    frame.loc[4000, "id"] = None
+    frame["tally"] = pd.array(range(len(frame)), dtype="Int64")
+    frame.loc[4000, "tally"] = None
     frame["note"] = [f" text {i % 7} " for i in range(len(frame))]
     path = tmp_path / "fair.parquet"
     frame.to_parquet(path)
@@ -123,7 +123,7 @@ def test_typed_parquet_releases_alike(tmp_path, fair, spark):
     config = {**FAIR_CONFIG, "transforms": {}, "privacy": {"k": 5}}
     assert_same_release(tmp_path / "out", path, config, ("duckdb", "spark"))
     written = (tmp_path / "out" / "duckdb" / "anonymized.csv").read_text().splitlines()
-    assert written[1].split(",")[-2] == "0.0"  # the id column, as floats
+    assert written[1].split(",")[-2] == "0.0"  # the tally column, as floats
 
 
 def adult_config() -> dict:

@@ -34,7 +34,7 @@ import pandas as pd
 from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan, plan_release
-from safeshare.anonymize.figures import Prepared, account
+from safeshare.anonymize.figures import Prepared, account, settle_suppression
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.inputs import (
     MISSING_SENSITIVE,
@@ -252,7 +252,7 @@ class Anonymizer:
         search: dict[str, Any],
     ) -> AnonymizationResult:
         """Apply the partition: the released frame and table, their quality and models."""
-        config = self.config
+        config, notes = settle_suppression(self.config, prepared, partition)
         problem, hierarchies = prepared.problem, prepared.hierarchies
         qis = list(config.quasi_identifiers)
         record_class = partition.row_class[problem.record_rows]
@@ -265,7 +265,7 @@ class Anonymizer:
         figures = account(
             config, prepared, partition, transformation, search, list(frame.columns), engine_sizes
         )
-        return dataclasses.replace(figures, frame=out, table=table, rows_out=len(out))
+        return dataclasses.replace(figures, frame=out, table=table, rows_out=len(out), notes=notes)
 
 
 # ---- helpers ------------------------------------------------------------------------------

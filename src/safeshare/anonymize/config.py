@@ -8,12 +8,15 @@
       income: {hierarchy: {intervals: [1000, 5000, 10000]}}
       visits: {hierarchy: {cuts: [[1, 3, 10], [3]]}}
       birth: {hierarchy: dates}                        # day -> month -> year -> *
+      visit: {hierarchy: {dates: [month, quarter, year]}}  # fine to coarse, of: day, week
+                                                       # (ISO; last), month, quarter, year, decade
       marital: {hierarchy: {groups: [{married: [Married-civ-spouse, Married-AF-spouse]}]}}
       city: {hierarchy: auto, max_level: 2}            # a default hierarchy; cap the level
     sensitive:
       disease: {hierarchy: diseases.csv}               # hierarchical t-closeness needs one
     transforms:                                        # columns that are not generalized
       name: drop
+      clinic_id: keep                                  # in clear, on purpose (see below)
       email: {pseudonymize: {key_env: SAFESHARE_KEY}}
       phone: {mask: {keep: 2}}
       visit_date: {date_shift: {subject: patient_id, key_file: key.txt, max_days: 30}}
@@ -31,6 +34,9 @@
     suppressed_records: remove  # remove | mask (every quasi-identifier becomes *)
     recode_suppressed: false    # true: partition the suppressed records locally and release
                                 # those parts that satisfy the models (ARX-style)
+    other_columns: keep         # keep | drop: the columns named nowhere above; kept, those
+                                # named like direct identifiers (id, name, email, ...) are
+                                # still dropped unless transforms says keep
 
 >>> config = AnonymizeConfig.from_dict({"quasi_identifiers": {"age": {"hierarchy": "auto"}},
 ...                                     "privacy": {"k": 3}})
@@ -45,6 +51,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from safeshare.anonymize.hierarchy import DEFAULT_DATE_LEVELS, date_levels
 from safeshare.anonymize.models import (
     AverageRisk,
     DistinctLDiversity,
@@ -81,7 +88,7 @@ class HierarchySpec(_Strict):
     intervals: list[float] | None = None
     origin: float = 0.0
     cuts: list[list[float]] | None = None
-    dates: bool | None = None
+    dates: bool | list[str] | None = None
     mask: bool | None = None
     groups: list[dict[str, list[str]]] | None = None
     auto: bool | None = None
@@ -96,9 +103,23 @@ class HierarchySpec(_Strict):
             )
         return self
 
+    @field_validator("dates", mode="before")
+    @classmethod
+    def _date_levels(cls, value: Any) -> Any:
+        if isinstance(value, str):  # {dates: quarter}: one level
+            value = [value]
+        if isinstance(value, list):
+            return list(date_levels(value))
+        return value
+
     @property
     def kind(self) -> str:
         return next(k for k in HIERARCHY_KINDS if getattr(self, k) not in (None, False))
+
+    @property
+    def date_levels(self) -> tuple[str, ...]:
+        """The levels of a ``dates`` hierarchy, finer to coarser (default month, year)."""
+        return tuple(self.dates) if isinstance(self.dates, list) else DEFAULT_DATE_LEVELS
 
 
 def _hierarchy_shorthand(value: Any) -> Any:
@@ -178,6 +199,7 @@ class TransformSpec(_Strict):
     """What to do with a column that is not generalized."""
 
     drop: bool = False
+    keep: bool = False  # released as it is, on purpose (a column named like an identifier)
     pseudonymize: PseudonymizeSpec | None = None
     mask: MaskSpec | None = None
     date_shift: DateShiftSpec | None = None
@@ -188,19 +210,20 @@ class TransformSpec(_Strict):
     def _one_kind(self) -> TransformSpec:
         kinds = [
             k
-            for k in ("drop", "pseudonymize", "mask", "date_shift")
+            for k in ("drop", "keep", "pseudonymize", "mask", "date_shift")
             if getattr(self, k) not in (None, False)
         ]
         coding = self.top_code is not None or self.bottom_code is not None
         if len(kinds) + coding != 1:
             raise ValueError(
-                "give exactly one of drop, pseudonymize, mask, date_shift or top_code/bottom_code"
+                "give exactly one of drop, keep, pseudonymize, mask, date_shift or "
+                "top_code/bottom_code"
             )
         return self
 
     @property
     def kind(self) -> str:
-        for k in ("drop", "pseudonymize", "mask", "date_shift"):
+        for k in ("drop", "keep", "pseudonymize", "mask", "date_shift"):
             if getattr(self, k) not in (None, False):
                 return k
         return "top/bottom coding"
@@ -306,7 +329,7 @@ class AnonymizeConfig(_Strict):
     @classmethod
     def _transform_shorthand(cls, value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: ({"drop": True} if v == "drop" else v) for k, v in value.items()}
+            return {k: ({v: True} if v in ("drop", "keep") else v) for k, v in value.items()}
         return value
 
     @model_validator(mode="after")

@@ -24,6 +24,7 @@ releases them all at once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,12 @@ import numpy as np
 import pandas as pd
 
 from safeshare.anonymize.config import AnonymizeConfig
-from safeshare.anonymize.figures import Prepared, account, released_class_sizes
+from safeshare.anonymize.figures import (
+    Prepared,
+    account,
+    released_class_sizes,
+    settle_suppression,
+)
 from safeshare.anonymize.grouping import KEY_LIMIT
 from safeshare.anonymize.output import release_records
 from safeshare.anonymize.recoding import Partition
@@ -85,8 +91,10 @@ def plan_release(
     columns: Sequence[str],
 ) -> AnonymizationPlan:
     """The plan of releasing ``partition`` (found by the search over ``prepared``)."""
+    config, notes = settle_suppression(config, prepared, partition)
     sizes = released_class_sizes(prepared, partition)
     result = account(config, prepared, partition, transformation, search, columns, sizes)
+    result = dataclasses.replace(result, notes=notes)
     return AnonymizationPlan(result, config, prepared, partition, _RowFinder(prepared))
 
 

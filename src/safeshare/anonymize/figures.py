@@ -6,6 +6,11 @@ anonymization - records suppressed, the released classes and their sizes, qualit
 reached - is a sum of those counts, so it is the same whether the rows came from records in
 memory or from an engine's ``GROUP BY`` over a table larger than memory (:func:`account`).
 
+The models are judged on the table *as written* (:func:`written_classes`): its records grouped
+by their released labels, the masked records (``suppressed_records: mask``, every
+quasi-identifier ``*``) being one class too.  Masked records that would form a class breaking
+a model are removed instead (:func:`settle_suppression`), and the result says so.
+
 >>> import numpy as np
 >>> from safeshare.anonymize.config import AnonymizeConfig
 >>> from safeshare.anonymize.hierarchy import Hierarchy
@@ -34,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.anonymize.config import AnonymizeConfig
-from safeshare.anonymize.hierarchy import Hierarchy
+from safeshare.anonymize.hierarchy import TOP, Hierarchy
 from safeshare.anonymize.models import Classes, PrivacyModel, SensitiveInfo
 from safeshare.anonymize.output import column_account
 from safeshare.anonymize.problem import Problem
@@ -52,29 +57,99 @@ class Prepared:
     problem: Problem
 
 
-def released_class_sizes(prepared: Prepared, partition: Partition) -> np.ndarray:
-    """The sizes of the released classes as the released table groups them, from the counts.
+def written_classes(prepared: Prepared, partition: Partition, *, masked: bool) -> Classes:
+    """The equivalence classes of the table as written, from the search's classes.
 
-    Records are grouped by their released labels (text), so a part that local recoding
-    releases with the labels of a released class counts with it, as a ``GROUP BY`` over the
-    released records would count it.
+    Classes are grouped by their released labels (text), as a ``GROUP BY`` over the written
+    file would group them: a part that local recoding releases with the labels of a released
+    class counts with it, and with ``masked`` the suppressed records, written with every
+    quasi-identifier ``*``, are one class (with any released class so labelled).  A class's
+    population (k-map) is a lower bound: the largest of its parts' (all of the population for
+    the masked records, whom every population record matches).
     """
-    problem = prepared.problem
-    row_class, kept = partition.row_class, partition.kept
-    rows = np.flatnonzero(kept[row_class])
-    if not len(rows):
-        return np.zeros(0, dtype=np.int64)
-    levels = partition.class_levels[row_class[rows]]
-    labels = np.empty((len(rows), len(prepared.hierarchies)), dtype=np.int64)
+    problem, classes, kept = prepared.problem, partition.classes, partition.kept
+    shown = np.flatnonzero(kept)
+    hidden = ~kept
+    masking = masked and bool(hidden.any())
+    sample = class_rows(partition.row_class, len(classes))[shown]
+    levels = partition.class_levels[shown]
+    key = np.zeros(len(shown) + masking, dtype=np.int64)
     for c, h in enumerate(prepared.hierarchies):
         position: dict[str, int] = {}  # one id per label text, across the levels used
+        labels = np.empty(len(key), dtype=np.int64)
         for level in np.unique(levels[:, c]).tolist():
             at = levels[:, c] == level
             ids = np.array([position.setdefault(t, len(position)) for t in h.labels[level]])
-            labels[at, c] = ids[h.maps[level][problem.codes[c][rows[at]]]]
-    _, inverse = np.unique(labels, axis=0, return_inverse=True)
-    sizes = np.bincount(inverse.ravel(), weights=problem.weights[rows])
-    return np.rint(sizes).astype(np.int64)
+            labels[: len(shown)][at] = ids[h.maps[level][problem.codes[c][sample[at]]]]
+        if masking:
+            labels[-1] = position.setdefault(TOP, len(position))
+        key = pd.factorize(key * (len(position) + 1) + labels)[0].astype(np.int64)
+    groups = int(key.max()) + 1 if len(key) else 0
+
+    def summed(per_class: np.ndarray) -> np.ndarray:
+        parts = per_class[shown]
+        if masking:
+            parts = np.concatenate([parts, per_class[hidden].sum(axis=0, keepdims=True)])
+        out = np.zeros((groups, *parts.shape[1:]), dtype=np.int64)
+        np.add.at(out, key, parts.astype(np.int64))
+        return out
+
+    population = None
+    if classes.population is not None and problem.population is not None:
+        parts = classes.population[shown].astype(np.int64)
+        if masking:
+            parts = np.append(parts, int(problem.population[1].sum()))
+        population = np.zeros(groups, dtype=np.int64)
+        np.maximum.at(population, key, parts)
+    sensitive = {name: summed(counts) for name, counts in classes.sensitive.items()}
+    return Classes(summed(classes.sizes), sensitive, population)
+
+
+def released_class_sizes(prepared: Prepared, partition: Partition) -> np.ndarray:
+    """The sizes of the released (not suppressed) classes as the written table groups them."""
+    return written_classes(prepared, partition, masked=False).sizes
+
+
+def judged_as_written(prepared: Prepared, classes: Classes) -> tuple[ModelOutcome, ...]:
+    """Every model of ``prepared`` judged on ``classes``, the classes of the written table."""
+    every = np.ones(len(classes), dtype=bool)
+    return tuple(
+        ModelOutcome(
+            m.name,
+            m.describe(),
+            _holds(m, classes, every, prepared.infos),
+            m.achieved(classes, every, prepared.infos.get(getattr(m, "attribute", ""))),
+        )
+        for m in prepared.models
+    )
+
+
+def settle_suppression(
+    config: AnonymizeConfig, prepared: Prepared, partition: Partition
+) -> tuple[AnonymizeConfig, tuple[str, ...]]:
+    """The config the release is written under, and why it differs from ``config``.
+
+    Masked records are one class of the written table: when that class breaks a model that
+    the table without it satisfies (fewer than k records, one sensitive value, ...), the
+    suppressed records are removed instead of masked.
+    """
+    if config.suppressed_records != "mask" or partition.kept[partition.row_class].all():
+        return config, ()
+    broken = [
+        o
+        for o in judged_as_written(prepared, written_classes(prepared, partition, masked=True))
+        if not o.satisfied
+    ]
+    if not broken:
+        return config, ()
+    suppressed = int(prepared.problem.weights[~partition.kept[partition.row_class]].sum())
+    models = ", ".join(f"{o.name} ({o.parameters})" for o in broken)
+    note = (
+        f"suppressed_records: mask would have written the {suppressed:,} suppressed records as "
+        f"one class with every quasi-identifier '*', which breaks {models}; they were removed "
+        "instead"
+    )
+    return config.model_copy(update={"suppressed_records": "remove"}), (note,)
 
 
 def account(
@@ -92,7 +167,7 @@ def account(
     engine, or :func:`released_class_sizes`); for a full-domain solution they must equal the
     search's, else nothing is released.
     """
-    problem, infos = prepared.problem, prepared.infos
+    problem = prepared.problem
     qis = list(config.quasi_identifiers)
     row_class, class_levels = partition.row_class, partition.class_levels
     classes, kept = partition.classes, partition.kept
@@ -105,14 +180,8 @@ def account(
         sizes,
         suppressed,
     )
-    outcomes = tuple(
-        ModelOutcome(
-            m.name,
-            m.describe(),
-            _holds(m, classes, kept, infos),
-            m.achieved(classes, kept, infos.get(getattr(m, "attribute", ""))),
-        )
-        for m in prepared.models
+    written = written_classes(
+        prepared, partition, masked=config.suppressed_records == "mask" and suppressed > 0
     )
     if config.search == "optimal":
         _cross_check(class_sizes, sizes, merged=partition.recoded > 0)
@@ -126,15 +195,16 @@ def account(
             for name, h in zip(qis, prepared.hierarchies, strict=True)
         },
         transforms=transforms,
-        classes=ClassStatistics.of(class_sizes),
-        class_sizes=np.sort(class_sizes),
+        classes=ClassStatistics.of(written.sizes),
+        class_sizes=np.sort(written.sizes),
         quality=quality,
-        models=outcomes,
+        models=judged_as_written(prepared, written),
         suppressed=suppressed,
         rows_in=problem.n,
         rows_out=problem.n - removed,
         search=search,
         columns=column_account(config, columns, qis, list(config.sensitive), transforms),
+        suppressed_records=config.suppressed_records,
     )
 
 

@@ -12,10 +12,23 @@ share one at every level above.  The format is ARX's CSV (``;``-separated, no he
 (3, ('130**', '148**'))
 >>> h.generalize(["14850", "13068"], 1)
 ['1485*', '1306*']
->>> masking("zip", ["13053", "14850"]).labels[1]
-('1305*', '1485*')
->>> intervals("age", [17, 39, 90], widths=[10, 20]).labels[1]
-('10-19', '30-39', '90-99')
+
+The builders below make a hierarchy from a column's values.  They drop every level that merges
+nothing (no two labels of the level below share one of its labels), since such a level only
+lengthens the lattice and inflates the loss; a missing value (``None``, NaN, an empty string)
+stays ``(missing)`` at every level below the top.  Rows given as such keep all their levels.
+
+>>> masking("zip", ["13053", "13068", "14850", "14853"]).labels[1:]
+(('1305*', '1306*', '1485*'), ('130**', '148**'), ('1****',), ('*',))
+>>> intervals("age", [17, 18, 39, 61, None], widths=[10, 50]).to_rows()[-1]
+['(missing)', '(missing)', '(missing)', '*']
+>>> automatic("zip", ["02139", "02138", "10001"]).labels[1]
+('0213*', '1000*')
+>>> days = ["2024-01-29", "2024-02-01", "2024-02-14", "2024-05-15"]
+>>> dates("day", days, granularity=["month", "quarter"]).labels[1:]
+(('2024-01', '2024-02', '2024-05'), ('2024-Q1', '2024-Q2'), ('*',))
+>>> dates("day", days, granularity=["week"]).labels[1]
+('2024-W05', '2024-W07', '2024-W20')
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +51,8 @@ from safeshare.errors import SchemaError
 
 TOP = "*"
 MISSING_VALUE = "(missing)"
+DATE_LEVELS = ("day", "week", "month", "quarter", "year", "decade")
+DEFAULT_DATE_LEVELS = ("month", "year")
 
 
 class HierarchyError(SchemaError):
@@ -65,6 +81,8 @@ class Hierarchy:
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
         numeric: dict[float, int] | None = {}
         for i, value in enumerate(self.values):
+            if value == MISSING_VALUE:
+                continue  # a numeric column's missing row: the others still match by number
             try:
                 number = float(value)
             except ValueError:
@@ -83,7 +101,13 @@ class Hierarchy:
     def from_rows(
         cls, column: str, rows: Sequence[Sequence[str]], *, source: str = "rows"
     ) -> Hierarchy:
-        """A hierarchy from rows ``[value, level 1, ..., top]``; checks shape and nesting."""
+        """A hierarchy from rows ``[value, level 1, ..., top]``; checks shape and nesting.
+
+        The levels are kept as given, even one that merges nothing: a config's ``min_level`` /
+        ``max_level`` and a released level number count the levels of the rows (an ARX CSV
+        file, inline rows) as their author wrote them.  The builders of this module drop such
+        levels before they call this.
+        """
         where = f"hierarchy of column {column!r}"
         rows = [[str(cell).strip() for cell in row] for row in rows if any(str(c) for c in row)]
         if not rows:
@@ -178,7 +202,7 @@ class Hierarchy:
         """Level-0 codes of ``values``; the first value not covered raises :class:`HierarchyError`.
 
         Values are matched as text, then as numbers (``'39'`` matches ``'39.0'``).  A missing
-        value matches a row for ``(missing)``; the error names only the first bad value.
+        value (or an empty string, unless a row lists it) matches a row for ``(missing)``.
         ``weights`` (records per value, for distinct values with counts) makes the error count
         records rather than values.
         """
@@ -226,6 +250,8 @@ class Hierarchy:
 
     def _code_of(self, text: str) -> int | None:
         code = self._index.get(text)
+        if code is None and text == "":
+            return self._index.get(MISSING_VALUE)
         if code is None and self._numeric:
             try:
                 code = self._numeric.get(float(text))
@@ -247,15 +273,22 @@ class Hierarchy:
         return Hierarchy.from_rows(self.column, rows, source=self.source)
 
     def interval(self, level: int) -> np.ndarray | None:
-        """For numeric hierarchies, each label's (low, high) over the values it covers."""
-        if self._numeric is None or len(self._numeric) != len(self.values):
+        """For numeric hierarchies, each label's (low, high) over the values it covers.
+
+        A ``(missing)`` row adds no number: a label of only missing values is the empty
+        interval at the column's lowest value (it widens nothing).
+        """
+        present = [i for i, v in enumerate(self.values) if v != MISSING_VALUE]
+        if self._numeric is None or len(self._numeric) != len(present):
             return None
         numbers = np.fromiter(self._numeric, dtype=np.float64)  # (distinct: in value order)
         size = len(self.labels[level])
         low = np.full(size, np.inf)
         high = np.full(size, -np.inf)
-        np.minimum.at(low, self.maps[level], numbers)
-        np.maximum.at(high, self.maps[level], numbers)
+        np.minimum.at(low, self.maps[level][present], numbers)
+        np.maximum.at(high, self.maps[level][present], numbers)
+        empty = np.isinf(low)
+        low[empty] = high[empty] = numbers.min()
         return np.stack([low, high], axis=1)
 
     def to_rows(self) -> list[list[str]]:
@@ -268,9 +301,55 @@ class Hierarchy:
 # ---- builders ---------------------------------------------------------------------------
 
 
-def _distinct(values: Iterable[object]) -> list[object]:
-    series = pd.Series(list(values), dtype=object)
-    return list(pd.unique(series.dropna()))
+def _is_missing(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip() in ("", MISSING_VALUE)
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # not a scalar: not one missing value
+        return False
+
+
+def _present(values: Iterable[object]) -> tuple[list[object], bool]:
+    """The distinct values that are not missing (text stripped, in first-seen order), and
+    whether any is missing: ``None``, NaN, NaT, ``pd.NA``, an empty string or ``(missing)``."""
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    distinct: dict[object, None] = {}
+    missing = False
+    for value in series.unique():
+        if _is_missing(value):
+            missing = True
+        else:
+            distinct.setdefault(value.strip() if isinstance(value, str) else value, None)
+    return list(distinct), missing
+
+
+def _merging_levels(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` less each level between the values and the top that merges nothing: one that
+    groups the values as the level kept below it does.  A level of one label below the top
+    stays (it merges; its label, such as ``1****``, says more than ``*``)."""
+    if not rows:
+        return rows
+    top = len(rows[0]) - 1
+    kept = [0]
+    for level in range(1, top):
+        labels = {row[level] for row in rows}
+        below = {row[kept[-1]] for row in rows}
+        pairs = {(row[kept[-1]], row[level]) for row in rows}
+        if not len(labels) == len(below) == len(pairs):
+            kept.append(level)
+    kept.append(top)
+    return [[row[level] for level in kept] for row in rows]
+
+
+def _built(column: str, rows: list[list[str]], missing: bool, source: str) -> Hierarchy:
+    """The hierarchy of a builder's ``rows`` (each ``[value, level 1, ..., top]``): with a row
+    ``(missing)`` at every level below the top when ``missing``, less the levels that merge
+    nothing (see :func:`_merging_levels`)."""
+    if missing:
+        width = len(rows[0]) if rows else 2
+        rows = [*rows, [MISSING_VALUE] * (width - 1) + [TOP]]
+    return Hierarchy.from_rows(column, _merging_levels(rows), source=source)
 
 
 def _number_label(low: float, high: float, integer: bool) -> str:
@@ -293,8 +372,9 @@ def intervals(
                 f"column {column!r}: interval width {coarser:g} is not a multiple of {finer:g}; "
                 "nested levels need each width to be a multiple of the one before"
             )
-    numbers = _numbers(column, values)
-    integer = all(float(n).is_integer() for n in numbers) and all(w.is_integer() for w in widths)
+    numbers, missing = _numbers(column, values)
+    integer = all(float(n).is_integer() for n in numbers.values())
+    integer = integer and all(w.is_integer() for w in widths)
     rows = []
     for text, number in numbers.items():
         row = [text]
@@ -302,7 +382,7 @@ def intervals(
             low = origin + math.floor((number - origin) / width) * width
             row.append(_number_label(low, low + width, integer))
         rows.append([*row, TOP])
-    return Hierarchy.from_rows(column, _sorted_rows(rows, numbers), source="intervals")
+    return _built(column, _sorted_rows(rows, numbers), missing, "intervals")
 
 
 def cuts(column: str, values: Iterable[object], levels: Sequence[Sequence[float]]) -> Hierarchy:
@@ -316,7 +396,7 @@ def cuts(column: str, values: Iterable[object], levels: Sequence[Sequence[float]
                 f"of level {position - 1}; nested levels need each level's cuts among the level's "
                 "below"
             )
-    numbers = _numbers(column, values)
+    numbers, missing = _numbers(column, values)
     rows = []
     for text, number in numbers.items():
         row = [text]
@@ -329,47 +409,107 @@ def cuts(column: str, values: Iterable[object], levels: Sequence[Sequence[float]
             else:
                 row.append(f"[{level[position - 1]:g}, {level[position]:g})")
         rows.append([*row, TOP])
-    return Hierarchy.from_rows(column, _sorted_rows(rows, numbers), source="cuts")
+    return _built(column, _sorted_rows(rows, numbers), missing, "cuts")
 
 
-def dates(column: str, values: Iterable[object]) -> Hierarchy:
-    """Dates: day -> month (YYYY-MM) -> year -> ``*``."""
-    distinct = _distinct(values)
-    parsed = pd.to_datetime(pd.Series([str(v) for v in distinct]), errors="coerce")
+def date_levels(granularity: str | Sequence[str]) -> tuple[str, ...]:
+    """``granularity`` checked: levels of :data:`DATE_LEVELS`, each coarser than the one before
+    (a :class:`ValueError` says what is wrong)."""
+    levels = (granularity,) if isinstance(granularity, str) else tuple(granularity)
+    if not levels:
+        raise ValueError(f"give at least one date level of {list(DATE_LEVELS)}")
+    for level in levels:
+        if level not in DATE_LEVELS:
+            raise ValueError(f"{level!r} is not a date level; give levels of {list(DATE_LEVELS)}")
+    for finer, coarser in itertools.pairwise(levels):
+        if DATE_LEVELS.index(coarser) <= DATE_LEVELS.index(finer):
+            raise ValueError(
+                f"the date level {coarser!r} after {finer!r} is not coarser; list the levels "
+                "from finer to coarser, e.g. day, month, year"
+            )
+        if finer == "week":
+            raise ValueError(
+                f"no date level can follow 'week' ({coarser!r} does): weeks cross months and "
+                "years (2024-W05 runs from January 29 to February 4), so none nests above "
+                "them; give week as the last level, or month, quarter, year"
+            )
+    return levels
+
+
+def _date_label(day: pd.Timestamp, level: str) -> str:
+    if level == "day":
+        return f"{day.year:04d}-{day.month:02d}-{day.day:02d}"
+    if level == "week":
+        year, week, _ = day.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    if level == "month":
+        return f"{day.year:04d}-{day.month:02d}"
+    if level == "quarter":
+        return f"{day.year:04d}-Q{(day.month - 1) // 3 + 1}"
+    if level == "year":
+        return f"{day.year:04d}"
+    return f"{day.year // 10 * 10}s"
+
+
+def dates(
+    column: str, values: Iterable[object], granularity: Sequence[str] = DEFAULT_DATE_LEVELS
+) -> Hierarchy:
+    """Dates by each level of ``granularity`` in turn (finer to coarser), then ``*``.
+
+    The levels are ``day`` (2024-03-31; merges the times of a day), ``week`` (ISO 8601:
+    2024-W13), ``month`` (2024-03), ``quarter`` (2024-Q1), ``year`` (2024) and ``decade``
+    (2020s); by default month -> year.  A week is the last level when it is given: it is not
+    within one month or year (2024-W05 runs from January 29 to February 4), so no coarser
+    date level nests above it, and a date is never released in a month it is not in.
+    """
+    try:
+        levels = date_levels(granularity)
+    except ValueError as err:
+        raise HierarchyError(f"column {column!r}: {err}") from None
+    distinct, missing = _present(values)
+    texts = [str(v) for v in distinct]
+    raw = pd.Series(texts, dtype=object)
+    parsed = pd.to_datetime(raw, errors="coerce")
+    retry = parsed.isna()
+    if retry.any():  # a format is inferred from the first value: parse the others one by one
+        parsed[retry] = pd.to_datetime(raw[retry], format="mixed", errors="coerce")
     bad = parsed.isna().to_numpy()
     if bad.any():
         raise HierarchyError(
-            f"column {column!r}: the value {str(distinct[int(np.flatnonzero(bad)[0])])!r} is "
+            f"column {column!r}: the value {texts[int(np.flatnonzero(bad)[0])]!r} is "
             "not a date; give dates such as 2024-03-31"
         )
-    rows = [
-        [str(v), f"{d.year:04d}-{d.month:02d}", f"{d.year:04d}", TOP]
-        for v, d in sorted(zip(distinct, parsed, strict=True), key=lambda p: p[1])
-    ]
-    return Hierarchy.from_rows(column, rows, source="dates")
+    rows = []
+    for text, day in sorted(zip(texts, parsed, strict=True), key=lambda pair: pair[1]):
+        rows.append([text, *(_date_label(day, level) for level in levels), TOP])
+    return _built(column, rows, missing, "dates")
 
 
 def masking(column: str, values: Iterable[object], *, char: str = "*") -> Hierarchy:
     """Strings masked right to left, one character per level (ZIP codes), then ``*``."""
-    distinct = sorted(str(v) for v in _distinct(values))
-    if not distinct:
+    distinct, missing = _present(values)
+    texts = sorted(str(v) for v in distinct)
+    if not texts and not missing:
         raise HierarchyError(f"column {column!r} has no values to build a masking hierarchy from")
-    longest = max(len(v) for v in distinct)
+    longest = max((len(v) for v in texts), default=1)
     rows = []
-    for value in distinct:
+    for value in texts:
         row = [value]
         for level in range(1, longest):
             keep = max(len(value) - level, 0)
             row.append(value[:keep] + char * (len(value) - keep))
         rows.append([*row, TOP])
-    return Hierarchy.from_rows(column, rows, source="masking")
+    return _built(column, rows, missing, "masking")
 
 
 def groupings(
     column: str, values: Iterable[object], levels: Sequence[Mapping[str, Sequence[object]]]
 ) -> Hierarchy:
-    """Categorical groupings: ``levels[0]`` maps group -> values, ``levels[1]`` group -> groups."""
-    distinct = [str(v) for v in _distinct(values)]
+    """Categorical groupings: ``levels[0]`` maps group -> values, ``levels[1]`` group -> groups.
+
+    A missing value needs no group: it stays ``(missing)`` below the top.
+    """
+    distinct, missing = _present(values)
     parents: list[dict[str, str]] = []
     for number, level in enumerate(levels, start=1):
         parent: dict[str, str] = {}
@@ -383,7 +523,7 @@ def groupings(
                 parent[str(member)] = str(group)
         parents.append(parent)
     rows = []
-    for value in distinct:
+    for value in (str(v) for v in distinct):
         row, current = [value], value
         for number, parent in enumerate(parents, start=1):
             if current not in parent:
@@ -394,12 +534,33 @@ def groupings(
             current = parent[current]
             row.append(current)
         rows.append([*row, TOP])
-    return Hierarchy.from_rows(column, rows, source="groupings")
+    return _built(column, rows, missing, "groupings")
+
+
+def _digit_codes(distinct: Sequence[object]) -> bool:
+    """Whether ``distinct`` are codes written in digits: text of digits all of one length, at
+    least 3 (ZIP codes, phone prefixes), or of any lengths with a leading zero in one."""
+    texts = [v for v in distinct if isinstance(v, str) and v.isascii() and v.isdigit()]
+    if not texts or len(texts) != len(distinct):
+        return False
+    lengths = {len(t) for t in texts}
+    return (len(lengths) == 1 and min(lengths) >= 3) or any(
+        len(t) > 1 and t.startswith("0") for t in texts
+    )
 
 
 def automatic(column: str, values: Iterable[object]) -> Hierarchy:
-    """A default: numbers in intervals of widths growing by 2-2.5-2, text masked or grouped to *."""
-    distinct = _distinct(values)
+    """A default hierarchy: digit codes masked, numbers in intervals, other text to ``*``.
+
+    Digit codes (see :func:`_digit_codes`: ``02139``, ``10001``) are masked right to left and
+    keep their leading zeros; other numbers (ages 17..90, hours; more than two distinct) go in
+    intervals of widths growing by 2-2.5-2 from a round width near a twentieth of their range;
+    any other text goes straight to ``*``.
+    """
+    distinct, missing = _present(values)
+    given = [*distinct, None] if missing else distinct
+    if _digit_codes(distinct):
+        return masking(column, given)
     try:
         numbers = [float(str(v)) for v in distinct]
     except ValueError:
@@ -420,17 +581,19 @@ def automatic(column: str, values: Iterable[object]) -> Hierarchy:
             i += 1
         widths = [w for j, w in enumerate(widths) if j == 0 or w % widths[j - 1] == 0]
         origin = math.floor(min(numbers) / widths[0]) * widths[0] if widths else 0.0
-        return intervals(column, distinct, widths or [1.0], origin=origin)
+        return intervals(column, given, widths or [1.0], origin=origin)
     text = [str(v) for v in distinct]
     lengths = {len(t) for t in text}
     if len(lengths) == 1 and all(t.isdigit() for t in text):
-        return masking(column, text)
-    return Hierarchy.from_rows(column, [[t, TOP] for t in sorted(text)], source="automatic")
+        return masking(column, given)
+    return _built(column, [[t, TOP] for t in sorted(text)], missing, "automatic")
 
 
-def _numbers(column: str, values: Iterable[object]) -> dict[str, float]:
+def _numbers(column: str, values: Iterable[object]) -> tuple[dict[str, float], bool]:
+    """The distinct numbers of ``values`` by their text, and whether any value is missing."""
+    distinct, missing = _present(values)
     out: dict[str, float] = {}
-    for value in _distinct(values):
+    for value in distinct:
         text = str(value).strip()
         try:
             number = float(text)
@@ -442,7 +605,7 @@ def _numbers(column: str, values: Iterable[object]) -> dict[str, float]:
         if not math.isfinite(number):
             raise HierarchyError(f"column {column!r}: the value {text!r} is not a finite number")
         out[text] = number
-    return out
+    return out, missing
 
 
 def _sorted_rows(rows: list[list[str]], numbers: dict[str, float]) -> list[list[str]]:

@@ -11,7 +11,7 @@ codes; and a check that the privacy models can be met at all.
 >>> frame = pd.DataFrame({"zip": ["13053", "13068", "14850"], "disease": ["flu", None, "flu"]})
 >>> hierarchy = hierarchy_for(config, "zip", frame["zip"], {})
 >>> hierarchy.height, level_bounds(config, [hierarchy])
-(5, ((0,), (5,)))
+(3, ((0,), (3,)))
 >>> infos, codes = sensitive_columns(config, frame)
 >>> infos["disease"].values, codes["disease"].tolist()
 (('(missing)', 'flu'), [1, 0, 1])
@@ -19,7 +19,7 @@ codes; and a check that the privacy models can be met at all.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -64,7 +64,7 @@ def build_hierarchy(
     config: AnonymizeConfig, name: str, spec: HierarchySpec, values: pd.Series
 ) -> Hierarchy:
     """The hierarchy ``spec`` describes (exactly one of its kinds is given; see the config)."""
-    present = values.dropna().astype(str).str.strip()
+    present = values.astype(str).str.strip().where(values.notna(), None)
     if spec.csv is not None:
         return Hierarchy.from_csv(name, config.resolve(spec.csv))
     if spec.rows is not None:
@@ -74,7 +74,7 @@ def build_hierarchy(
     if spec.cuts is not None:
         return builders.cuts(name, present, spec.cuts)
     if spec.dates:
-        return builders.dates(name, present)
+        return builders.dates(name, present, spec.date_levels)
     if spec.mask:
         return builders.masking(name, present)
     if spec.groups is not None:
@@ -145,6 +145,7 @@ def sensitive_columns(
                 )
             order = np.argsort([position[v] for v in labels], kind="stable")
         else:
+            _check_orderable(config, name, labels)
             order = np.asarray(
                 sorted(range(len(labels)), key=lambda i: _sort_key(labels[i])), dtype=np.int64
             )
@@ -221,6 +222,20 @@ def check_solvable(
                 f"hierarchical t-closeness on {attribute!r} needs a hierarchy for it under "
                 "sensitive"
             )
+
+
+def _check_orderable(config: AnonymizeConfig, name: str, labels: Sequence[str]) -> None:
+    """Refuse ordered t-closeness on a column of text without an ``order``: sorted as
+    text, High < Low < Medium would be measured without a word."""
+    ordered = any(
+        spec.attribute == name and spec.distance == "ordered" for spec in config.privacy.t_closeness
+    )
+    if ordered and any(_sort_key(v)[0] for v in labels if v != MISSING_SENSITIVE):
+        raise AnonymizationError(
+            f"ordered t-closeness on {name!r} needs the order of its values, which are text: "
+            f"give sensitive: {{{name}: {{order: [lowest, ..., highest]}}}} or use distance: "
+            "equal"
+        )
 
 
 def _sort_key(value: str) -> tuple[int, float, str]:

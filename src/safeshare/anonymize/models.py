@@ -367,7 +367,12 @@ def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TCloseness(PrivacyModel):
-    """Every class's sensitive distribution is within ``t`` of the whole table's (EMD)."""
+    """Every class's sensitive distribution is within ``t`` of the whole table's (EMD).
+
+    The whole table is the *input*: suppression changes the released table's own
+    distribution, so ``t`` recomputed against the released file alone can differ (the
+    card's parameters say which distribution ``t`` is measured from).
+    """
 
     attribute: str
     t: float
@@ -397,4 +402,7 @@ class TCloseness(PrivacyModel):
         return {"t": float(distance.max()) if kept.any() else 0.0}
 
     def describe(self) -> str:
-        return f"{self.attribute}: t={self.t:g} ({self.distance} distance)"
+        return (
+            f"{self.attribute}: t={self.t:g} ({self.distance} distance, from the input "
+            "table's distribution)"
+        )

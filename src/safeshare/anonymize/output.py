@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from safeshare.anonymize.transforms import (
     pseudonymize,
 )
 from safeshare.data.domain import Column, Domain, Kind, Role
+from safeshare.data.inference import identifier_by_name
 from safeshare.data.table import Table
 
 
@@ -112,6 +113,8 @@ def release_records(
     for name, spec in config.transforms.items():
         if spec.drop:
             out = out.drop(columns=[name])
+        elif spec.keep:
+            continue
         elif spec.pseudonymize is not None:
             key = SecretKey.load(
                 key_file=config.resolve(spec.pseudonymize.key_file)
@@ -135,10 +138,27 @@ def release_records(
             out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
         else:
             out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
-    if config.other_columns == "drop":
-        named = {*qis, *config.sensitive, *config.transforms}
-        out = out[[c for c in out.columns if c in named]]
+    named = {*qis, *config.sensitive, *config.transforms}
+    dropped = (
+        set(unnamed_identifiers(config, out.columns))
+        if config.other_columns == "keep"
+        else {c for c in out.columns if c not in named}
+    )
+    if dropped:
+        out = out[[c for c in out.columns if c not in dropped]]
     return out, table
+
+
+NAMED_IDENTIFIER = "drop (named like a direct identifier)"
+
+
+def unnamed_identifiers(config: AnonymizeConfig, columns: Iterable[object]) -> list[str]:
+    """The columns the config names nowhere whose names mark direct identifiers: dropped even
+    under ``other_columns: keep`` (``transforms: {name: keep}`` releases one on purpose)."""
+    named = {*config.quasi_identifiers, *config.sensitive, *config.transforms}
+    return [
+        str(c) for c in columns if str(c) not in named and identifier_by_name(str(c)) is not None
+    ]
 
 
 def column_account(
@@ -150,6 +170,7 @@ def column_account(
 ) -> dict[str, dict[str, Any]]:
     """Per input column, its kind, role and what was done to it (for the privacy card)."""
     account: dict[str, dict[str, Any]] = {}
+    identifiers = set(unnamed_identifiers(config, columns))
     for name in columns:
         if name in qis:
             entry = {
@@ -163,6 +184,8 @@ def column_account(
             entry = {"kind": "text", "role": "identifier", "transform": transforms[name]}
         elif config.other_columns == "drop":
             entry = {"kind": "unknown", "role": "other", "transform": "drop"}
+        elif name in identifiers:
+            entry = {"kind": "unknown", "role": "identifier", "transform": NAMED_IDENTIFIER}
         else:
             entry = {"kind": "unknown", "role": "other", "transform": "kept (not protected)"}
         account[str(name)] = entry

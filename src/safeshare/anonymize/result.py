@@ -104,6 +104,8 @@ class AnonymizationResult:
     search: dict[str, Any]
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     table: Table | None = None
+    suppressed_records: str = "remove"  # how the suppressed records were written
+    notes: tuple[str, ...] = ()  # where the release differs from what the config asked
 
     @property
     def satisfied(self) -> bool:
@@ -118,7 +120,9 @@ class AnonymizationResult:
             "quality": self.quality.to_dict(),
             "models": [m.to_dict() for m in self.models],
             "suppressed": self.suppressed,
+            "suppressed_records": self.suppressed_records,
             "rows_in": self.rows_in,
             "rows_out": self.rows_out,
             "search": self.search,
+            "notes": list(self.notes),
         }

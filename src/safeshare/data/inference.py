@@ -75,7 +75,7 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
     if parsed.astype(float) @ weights >= _MOSTLY * rows:  # a stray text is refused by name later
         numbers = numbers[parsed]
         integer = bool(np.all(np.mod(numbers.to_numpy(dtype=float), 1) == 0))
-        reason = _identifier_by_name(name)
+        reason = identifier_by_name(name)
         numbered = int(weights[parsed].sum())
         record_number = (
             integer and numbered >= _MIN_ROWS_FOR_UNIQUENESS and numbered == numbers.nunique()
@@ -84,9 +84,7 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
             reason = "every value distinct (a record number)"
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
     if _looks_like_dates(text, weights):  # before the patterns: 2021-03-01 is no phone number
-        return GuessedColumn(
-            name, Kind.DATETIME, integer=True, identifier=_identifier_by_name(name)
-        )
+        return GuessedColumn(name, Kind.DATETIME, integer=True, identifier=identifier_by_name(name))
     for label, pattern in _VALUE_PATTERNS.items():
         matches = text.str.fullmatch(pattern).to_numpy(dtype=float, na_value=0.0)
         if matches @ weights / rows >= _NEAR_UNIQUE:
@@ -95,13 +93,19 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
     distinct = len(text) / rows
     if words >= _FREE_TEXT_WORDS and distinct >= 0.5:
         return GuessedColumn(name, Kind.TEXT, identifier="free text")
-    reason = _identifier_by_name(name)
+    reason = identifier_by_name(name)
     if reason is None and rows >= _MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
         reason = "near-unique values"
     return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
 
 
-def _identifier_by_name(name: str) -> str | None:
+def identifier_by_name(name: str) -> str | None:
+    """Why a column's name marks a direct identifier (``patient_id``, ``email``, ``Last``), or
+    None.
+
+    >>> identifier_by_name("patientID"), identifier_by_name("first_visit")
+    ('name of a direct identifier', None)
+    """
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)  # patientID -> patient_ID
     if _IDENTIFIER_NAME.search(words) or _NAME_PART.fullmatch(name.strip()):
         return "name of a direct identifier"

@@ -1,6 +1,6 @@
 """Released values as *sets* of codes: exact values, intervals, hierarchy nodes, masks, ``*``.
 
-An anonymized table writes generalized values: ``[30, 40)`` or ``30-39`` for an age,
+An anonymized table writes generalized values: ``[30, 40)``, ``30-39`` or ``>=65`` for an age,
 ``Never-married|Divorced`` for a group of categories, ``130**`` for a masked postcode, ``*``
 for a suppressed cell.  Each released cell becomes the set of the column's codes it stands for
 (a boolean mask over the codes), so that an attacker's exact value *matches by containment*.
@@ -38,6 +38,7 @@ _INTERVAL = re.compile(
     r"^\s*([\[\(])\s*(-?inf|-?[\d.]+(?:[eE][-+]?\d+)?)\s*[,;]\s*(-?inf|[-+]?[\d.]+(?:[eE][-+]?\d+)?)\s*([\]\)])\s*$"
 )
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*$")
+_ONE_SIDED = re.compile(r"^\s*(<=|>=|<|>|\u2264|\u2265)\s*(-?[\d.]+(?:[eE][-+]?\d+)?)\s*$")
 _SEPARATORS = re.compile(r"\s*[|;]\s*")
 _WILDCARDS = {"*", "**", "***", "(any)", "any"}
 
@@ -177,6 +178,12 @@ def _bounds(value: str) -> tuple[float, float, bool, bool] | None:
     match = _RANGE.match(value)
     if match:
         return float(match.group(1)), float(match.group(2)), True, True
+    match = _ONE_SIDED.match(value)  # ``<18``, ``>=65`` (what the ``cuts`` builder writes)
+    if match and _number(match.group(2)) is not None:
+        bound, sign = float(match.group(2)), match.group(1)
+        if sign in ("<", "<=", "\u2264"):
+            return -math.inf, bound, False, sign != "<"
+        return bound, math.inf, sign != ">", False
     return None
 
 

@@ -2,7 +2,8 @@
 
 read -> anonymize (hierarchies, models, search, suppression, identifier transforms) ->
 measure (classes, quality, models reached) -> card + report -> one atomic write of
-``anonymized.csv``, ``card.json`` and ``report.html``.  A failure at any step writes nothing.
+``anonymized.csv`` (with the input CSV's delimiter), ``card.json`` and ``report.html``.  A
+failure at any step writes nothing.
 
 With ``engine="duckdb"`` or ``"spark"`` (or ``"auto"`` on a file over 1 GiB) the table is never
 loaded: the engine counts its distinct quasi-identifier rows in one ``GROUP BY``, the search
@@ -38,6 +39,9 @@ from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.anonymizer import AnonymizationResult, Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan
+from safeshare.anonymize.output import NAMED_IDENTIFIER
+from safeshare.data.identity import PARQUET_SUFFIXES
+from safeshare.data.readers import sniff_csv
 from safeshare.errors import InputError
 from safeshare.output_folder import check_output
 from safeshare.release.inputs import EngineInput, FrameInput, Reading, ReleaseInput, open_input
@@ -92,42 +96,55 @@ def release_anonymized(
         config = AnonymizeConfig.from_dict(dict(config))
 
     report("reading", 0.0)
+    delimiter = _delimiter(source)
     with open_input(source, None, reading) as data:
-        result, first, records, described = _anonymized(data, Anonymizer(config), out, report)
+        result, first, records, described = _anonymized(
+            data, Anonymizer(config), out.parent, delimiter, report
+        )
         name, fingerprint = data.name, data.identity.card()["sha256"]
 
     report("writing", 0.9)
     warnings = _warnings(result)
-    card = build_anonymization_card(
-        result,
-        config=config,
-        name=name,
-        fingerprint=fingerprint,
-        notes=warnings,
-        engine=described,
-    )
-    html = render_anonymization_report(card)
     try:
+        card = build_anonymization_card(
+            result,
+            config=config,
+            name=name,
+            fingerprint=fingerprint,
+            notes=warnings,
+            engine=described,
+        )
+        html = render_anonymization_report(card)
         write_release(
             out, {"anonymized.csv": records, "card.json": card, "report.html": html}, force
         )
     finally:
-        if isinstance(records, Path):
-            records.unlink(missing_ok=True)
+        records.unlink(missing_ok=True)
     report("done", 1.0)
     return AnonymizedRelease(out, card, first, result, warnings)
 
 
+def _delimiter(source: str | Path | pd.DataFrame) -> str:
+    """The delimiter ``anonymized.csv`` is written with: the input CSV's own (``,`` else)."""
+    if isinstance(source, pd.DataFrame):
+        return ","
+    path = Path(source)
+    if not path.is_file() or path.suffix.lower() in PARQUET_SUFFIXES:
+        return ","
+    return sniff_csv(path)[0]
+
+
 def _anonymized(
-    data: ReleaseInput, anonymizer: Anonymizer, out: Path, report: Progress
-) -> tuple[AnonymizationResult, pd.DataFrame, pd.DataFrame | Path, dict[str, Any]]:
-    """The search and the released records: in memory, or from an engine's counts a chunk at
-    a time into a file beside ``out``; the first records, and what the input was."""
+    data: ReleaseInput, anonymizer: Anonymizer, workdir: Path, delimiter: str, report: Progress
+) -> tuple[AnonymizationResult, pd.DataFrame, Path, dict[str, Any]]:
+    """The search and the released records, written with ``delimiter`` into a file in
+    ``workdir`` (from an engine's counts, a chunk at a time); the first records, the file, and
+    what the input was."""
     steps = _scaled(report, 0.05, 0.75)
     described = data.describe()
     if isinstance(data, FrameInput):
         result = anonymizer.fit(data.frame, progress=steps)
-        return result, result.frame, result.frame, described
+        return result, result.frame, _written(result.frame, workdir, delimiter), described
     if not isinstance(data, EngineInput):  # (open_input gives one of the two)
         raise TypeError(f"unexpected input {type(data).__name__}")
     anonymizer.check_columns(data.source.names, len(data.source))
@@ -135,26 +152,43 @@ def _anonymized(
     described["distinct_rows"] = len(weights)  # what its GROUP BY gave the search
     plan = anonymizer.plan(counts, weights, data.source.names, progress=steps)
     report("writing", 0.85)
-    first, records = _write_chunks(plan, data, out.parent)
+    first, records = _write_chunks(plan, data, workdir, delimiter)
     return plan.result, first, records, described
 
 
-def _write_chunks(
-    plan: AnonymizationPlan, data: EngineInput, workdir: Path
-) -> tuple[pd.DataFrame, Path]:
-    """Release the records a chunk at a time into a CSV file beside the output; the first
-    chunk released, and the file.  Refuses when the records written are not those counted."""
+def _scratch(workdir: Path) -> Path:
+    """A new empty file in ``workdir`` (beside the output) for the released records."""
     workdir.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=".anonymized-", suffix=".csv", dir=workdir)
     os.close(handle)
-    path = Path(name)
+    return Path(name)
+
+
+def _written(frame: pd.DataFrame, workdir: Path, delimiter: str) -> Path:
+    """``frame`` written as CSV with ``delimiter`` into a new file in ``workdir``."""
+    path = _scratch(workdir)
+    try:
+        with path.open("w", encoding="utf-8", newline="") as stream:
+            write_csv(frame, stream, delimiter=delimiter)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _write_chunks(
+    plan: AnonymizationPlan, data: EngineInput, workdir: Path, delimiter: str
+) -> tuple[pd.DataFrame, Path]:
+    """Release the records a chunk at a time into a CSV file beside the output; the first
+    chunk released, and the file.  Refuses when the records written are not those counted."""
+    path = _scratch(workdir)
     first: pd.DataFrame | None = None
     written = 0
     try:
         with path.open("w", encoding="utf-8", newline="") as stream:
             for chunk in data.source.chunks():
                 released = plan.apply(chunk)
-                write_csv(released, stream, header=first is None)
+                write_csv(released, stream, header=first is None, delimiter=delimiter)
                 written += len(released)
                 first = released if first is None else first
         if written != plan.result.rows_out or first is None:
@@ -193,7 +227,7 @@ def build_anonymization_card(
             item["height"] = result.hierarchies[column]["height"]
             item["hierarchy"] = result.hierarchies[column]["source"]
             item["quality"] = result.quality.per_attribute.get(column, {})
-        item["dropped"] = entry["transform"] in ("drop",)
+        item["dropped"] = entry["transform"] in ("drop", NAMED_IDENTIFIER)
         columns[column] = item
     header = card_header(
         "anonymize",
@@ -211,7 +245,7 @@ def build_anonymization_card(
         "rows_in": result.rows_in,
         "rows_out": result.rows_out,
         "suppressed": result.suppressed,
-        "suppressed_records": config.suppressed_records,
+        "suppressed_records": result.suppressed_records,
         "suppression_limit": config.suppression_limit,
         "transformation": result.transformation,
         "models": [m.to_dict() for m in result.models],
@@ -240,6 +274,13 @@ def _warnings(result: AnonymizationResult) -> list[str]:
             f"columns {unprotected} are neither quasi-identifiers, sensitive nor transformed and "
             "are released as they are; declare them or set other_columns: drop"
         )
+    named = [c for c, e in result.columns.items() if e["transform"] == NAMED_IDENTIFIER]
+    if named:
+        lines.append(
+            f"columns {named} are named like direct identifiers and were dropped; release one "
+            "on purpose with transforms: {name: keep}"
+        )
     if result.suppressed:
         lines.append(f"{result.suppressed} record(s) were suppressed")
+    lines.extend(result.notes)
     return lines

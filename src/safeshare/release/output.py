@@ -61,9 +61,11 @@ def neutralize_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_csv(frame: pd.DataFrame, target: Path | Any, *, header: bool = True) -> None:
+def write_csv(
+    frame: pd.DataFrame, target: Path | Any, *, header: bool = True, delimiter: str = ","
+) -> None:
     """Write ``frame`` as CSV to a path or an open text stream, formulas neutralized."""
-    neutralize_formulas(frame).to_csv(target, header=header, index=False)
+    neutralize_formulas(frame).to_csv(target, header=header, index=False, sep=delimiter)
 
 
 def _formulas(values: pd.Series) -> pd.Series:
