@@ -20,6 +20,7 @@ from safeshare.cli.obfuscate import obfuscate_app
 from safeshare.cli.pac import pac_command
 from safeshare.cli.plan import plan_command
 from safeshare.cli.release import release_command
+from safeshare.cli.risk import risk_command
 from safeshare.cli.train import train_command
 from safeshare.errors import SafeshareError
 
@@ -38,6 +39,7 @@ app.command(
 app.command("demo")(demo)
 app.command("anonymize")(anonymize_command)
 app.command("evaluate")(evaluate_command)
+app.command("risk")(risk_command)
 app.command("pac")(pac_command)
 app.command("plan")(plan_command)
 app.command("train")(train_command)

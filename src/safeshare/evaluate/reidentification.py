@@ -12,9 +12,18 @@ quasi-identifiers can narrow them down to their class and no further.
 * **marketer** risk (the attacker tries everyone): the expected share of records re-identified,
   ``sum(f / F) / n``.
 
-``F`` comes from a population table when one is given, else from the sampling fraction
-(``F ~ f / pi``), else the table is taken as the whole population (``F = f``); population
-uniqueness is estimated with :mod:`safeshare.evaluate.uniqueness`.
+``F`` comes from a population table when one is given; else, with a population size ``N``
+larger than the table, from the population model of :mod:`safeshare.evaluate.uniqueness`
+(Dankar's choice of Pitman, Zayatz or SNB estimates ``U`` population uniques, of whom
+``pi * U`` are expected among the table's ``u`` sample uniques, ``pi = n / N``): a sample
+unique is unique in the population with chance ``q = min(1, pi * U / u)`` (risk 1), and
+otherwise its class is taken to hold ``1 / pi`` people, at least 2 (risk ``min(1/2, pi)``);
+a class of ``f >= 2`` is taken to hold ``f / pi``.  So journalist and marketer risk agree
+with the population uniqueness the same result reports (before, ``F ~ f / pi`` for every
+class said a sample unique was one in ``1 / pi`` even where the model expected it alone).
+The journalist's maximum is 1 when the model expects at least one of the table's records to
+be alone in the population (``pi * U >= 1``): that record's risk is 1, though which one it is
+cannot be told.  Without either, the table is the whole population (``F = f``).
 
 >>> import numpy as np
 >>> from safeshare.data import Column, Domain, Kind, Table
@@ -118,17 +127,21 @@ def reidentification_risk(
     sizes = engine.group_sizes(table, list(columns))
     n = int(sizes.sum())
     at_risk = float(sizes[1.0 / sizes > threshold].sum()) / n
+    estimate, journalist = None, None
     if population is not None:
         sizes, pop_sizes = _paired_sizes(table, population, list(columns))
         source = "population table"
         population_size = max(population_size or 0, len(population))
+        risk = 1.0 / np.maximum(pop_sizes, sizes)
+        estimate = population_uniqueness(sizes, population_size) if population_size > n else None
     elif population_size is not None and population_size > n:
-        pop_sizes = sizes * (population_size / n)
-        source = "estimated from the sampling fraction"
+        estimate = population_uniqueness(sizes, population_size)
+        risk = expected_inverse_sizes(sizes, estimate)
+        source = f"the population model ({estimate.dankar_model}) for {population_size:,} people"
+        if estimate.sampling_fraction * estimate.dankar >= 1:  # someone here is alone out there
+            journalist = 1.0
     else:
-        pop_sizes, source, population_size = sizes.astype(float), "the table itself", n
-    pop_sizes = np.maximum(pop_sizes, sizes)
-    estimate = population_uniqueness(sizes, population_size) if population_size > n else None
+        risk, source, population_size = 1.0 / sizes, "the table itself", n
     return ReidentificationResult(
         columns=tuple(columns),
         records=n,
@@ -138,12 +151,30 @@ def reidentification_risk(
         prosecutor_average=len(sizes) / n,
         records_at_risk=at_risk,
         threshold=threshold,
-        journalist_max=float(1.0 / pop_sizes.min()),
-        marketer=float(np.sum(sizes / pop_sizes)) / n,
+        journalist_max=float(risk.max()) if journalist is None else journalist,
+        marketer=float(np.sum(sizes * risk)) / n,
         population_source=source,
         population=estimate,
         class_histogram=_histogram(sizes),
     )
+
+
+def expected_inverse_sizes(sizes: np.ndarray, estimate: PopulationUniqueness) -> np.ndarray:
+    """Per sample class of ``sizes``, the expected ``1 / F`` (``F``: its population size)
+    under the population model of ``estimate`` (see the module docstring).
+
+    >>> from safeshare.evaluate.uniqueness import PopulationUniqueness
+    >>> estimate = PopulationUniqueness(100, 10, 4, None, 20.0, None, 20.0, "pitman")
+    >>> expected_inverse_sizes(np.array([1, 1, 1, 1, 2, 4]), estimate).round(3).tolist()
+    [0.55, 0.55, 0.55, 0.55, 0.05, 0.025]
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    pi = estimate.sampling_fraction
+    uniques = max(estimate.sample_uniques, 1)
+    unique_in_population = min(1.0, pi * estimate.dankar / uniques)
+    shared = min(0.5, pi)
+    alone = unique_in_population + (1.0 - unique_in_population) * shared
+    return np.where(sizes == 1, alone, np.minimum(1.0 / sizes, pi / sizes))
 
 
 def _paired_sizes(
