@@ -13,11 +13,15 @@ from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.lattice import Lattice
 from safeshare.anonymize.models import (
     AverageRisk,
+    BetaLikeness,
+    DeltaDisclosure,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     NoSolutionError,
+    PopulationUniqueness,
     RecursiveCLDiversity,
+    SampleUniqueness,
     SensitiveInfo,
     TCloseness,
 )
@@ -58,7 +62,10 @@ def problems(draw):
     models = [KAnonymity(draw(st.integers(1, 6)))]
     extra = draw(
         st.sampled_from(
-            ["none", "distinct", "entropy", "recursive", "t-equal", "t-ordered", "risk"]
+            [
+                *("none", "distinct", "entropy", "recursive", "t-equal", "t-ordered", "risk"),
+                *("beta", "beta-enhanced", "delta", "sample-unique", "population-unique"),
+            ]
         )
     )
     if extra == "distinct":
@@ -71,6 +78,15 @@ def problems(draw):
         models.append(TCloseness("s", draw(st.sampled_from([0.2, 0.4, 0.6])), extra[2:]))
     elif extra == "risk":
         models.append(AverageRisk(draw(st.sampled_from([0.2, 0.5]))))
+    elif extra.startswith("beta"):
+        beta = draw(st.sampled_from([0.5, 1.0, 2.0]))
+        models.append(BetaLikeness("s", beta, enhanced=extra == "beta-enhanced"))
+    elif extra == "delta":
+        models.append(DeltaDisclosure("s", draw(st.sampled_from([0.8, 1.5]))))
+    elif extra == "sample-unique":
+        models.append(SampleUniqueness(draw(st.sampled_from([0.0, 0.1]))))
+    elif extra == "population-unique":
+        models.append(PopulationUniqueness(draw(st.sampled_from([0.01, 0.05])), 400))
     limit = draw(st.sampled_from([0.0, 0.0, 0.1, 0.3]))
     metric = draw(st.sampled_from(QUALITY_MODELS))
     problem = Problem.build(

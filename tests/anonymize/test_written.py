@@ -3,7 +3,8 @@
 The recount here reads nothing of the anonymizer but its written frame and the input's
 sensitive column: it groups the written records by their quasi-identifiers (the all-``*``
 records of ``suppressed_records: mask`` are a class like any other) and recomputes k, the three
-l-diversities, t (equal distance, from the input's distribution) and the average risk.
+l-diversities, t (equal distance, from the input's distribution), beta-likeness,
+delta-disclosure, sample uniqueness and the average risk.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from tests.conftest import SHARED, needs_shared
 def recount(
     written: pd.DataFrame, qis: list[str], sensitive: str, given: pd.Series
 ) -> dict[str, float]:
-    """k, distinct / entropy l, the recursive ratio, t and the average risk of a written table."""
+    """k, distinct / entropy l, the recursive ratio, t, beta, delta, sample uniqueness and the
+    average risk of a written table."""
     if written.empty:
         return {}
     counts = written.groupby(qis, dropna=False)[sensitive].value_counts().unstack(fill_value=0)
@@ -36,6 +38,10 @@ def recount(
     overall = given.value_counts(normalize=True)
     t = 0.5 * (counts.div(sizes, axis=0).reindex(columns=overall.index, fill_value=0) - overall)
     ranked = -np.sort(-counts.to_numpy(), axis=1)
+    inside = counts.div(sizes, axis=0).reindex(columns=overall.index, fill_value=0).to_numpy()
+    held, p = inside > 0, overall.to_numpy()[None, :]
+    gains = np.where(held, (inside - p) / p, 0.0)
+    logs = np.where(held, np.abs(np.log2(np.where(held, inside, 1) / p)), 0.0)
     return {
         "k": int(sizes.min()),
         "distinct_l": int((counts.to_numpy() > 0).sum(axis=1).min()),
@@ -45,6 +51,9 @@ def recount(
         ),
         "t": float(t.abs().sum(axis=1).max()),
         "average_risk": len(sizes) / sizes.sum(),
+        "beta": float(gains.max()),
+        "delta": float(logs.max()),
+        "sample_uniqueness": float(sizes[sizes == 1].sum() / sizes.sum()),
     }
 
 
@@ -68,6 +77,12 @@ def check_claims(result: AnonymizationResult, qis: list[str], frame: pd.DataFram
             assert achieved["t"] == pytest.approx(found["t"])
         elif outcome.name == "average risk":
             assert achieved["average_risk"] == pytest.approx(found["average_risk"])
+        elif outcome.name.endswith("beta-likeness"):
+            assert achieved["beta"] == pytest.approx(found["beta"])
+        elif outcome.name == "delta-disclosure privacy":
+            assert achieved["delta"] == pytest.approx(found["delta"])
+        elif outcome.name == "sample uniqueness":
+            assert achieved["sample_uniqueness"] == pytest.approx(found["sample_uniqueness"])
         assert outcome.satisfied, f"{outcome.name} ({outcome.parameters}) fails as written"
     assert result.class_sizes.min() == found["k"]
 
@@ -94,6 +109,13 @@ def cases(draw: st.DrawFn) -> tuple[pd.DataFrame, dict]:
         privacy["t_closeness"] = {"attribute": "s", "t": draw(st.sampled_from([0.2, 0.35]))}
     if draw(st.booleans()):
         privacy["average_risk"] = 0.2
+    extra = draw(st.sampled_from(["none", "basic", "enhanced", "delta", "unique"]))
+    if extra in ("basic", "enhanced"):
+        privacy["beta_likeness"] = {"attribute": "s", "beta": 1.0, "variant": extra}
+    elif extra == "delta":
+        privacy["delta_disclosure"] = {"attribute": "s", "delta": 1.2}
+    elif extra == "unique":
+        privacy["sample_uniqueness"] = 0.05
     config = {
         "quasi_identifiers": {q: {"hierarchy": "mask"} for q in qis},
         "sensitive": ["s"],

@@ -51,6 +51,16 @@ def test_a_table_of_free_texts_keeps_its_header(tmp_path):
     assert list(repeated.columns) == ["column_1", "column_2"] and len(repeated) == 5
 
 
+def test_names_over_columns_of_one_value_are_a_header(tmp_path):
+    """The sniffer votes on value lengths: `x` over `a, a, ...` looked like a value to it."""
+    rows = "a,N/A,k\n" * 5
+    frame = read_frame(write(tmp_path, "x,y,z\n" + rows))
+    assert list(frame.columns) == ["x", "y", "z"] and len(frame) == 5
+    headerless = read_frame(write(tmp_path, rows, name="headerless.csv"))
+    assert list(headerless.columns) == ["column_1", "column_2", "column_3"]
+    assert len(headerless) == 5
+
+
 def test_parquet(tmp_path):
     import pandas as pd
 

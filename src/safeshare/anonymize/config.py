@@ -26,8 +26,12 @@
       l_diversity: [{attribute: disease, l: 2, variant: distinct}]
       t_closeness: [{attribute: disease, t: 0.3, distance: hierarchical}]
       k_map: {k: 5, population: population.csv}
+      beta_likeness: [{attribute: disease, beta: 1.0, variant: enhanced}]  # or basic
+      delta_disclosure: [{attribute: disease, delta: 1.5}]
       average_risk: 0.05
       max_risk: 0.2
+      sample_uniqueness: 0.01                            # share of records alone in a class
+      population_uniqueness: {threshold: 0.01, population_size: 300000}  # estimated
     suppression_limit: 0.01     # share of records that may be suppressed
     quality: precision          # precision | loss | ncp | entropy | discernibility | aecs
     search: optimal             # optimal (full-domain, exact) | local (Mondrian on hierarchies)
@@ -54,12 +58,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from safeshare.anonymize.hierarchy import DEFAULT_DATE_LEVELS, date_levels
 from safeshare.anonymize.models import (
     AverageRisk,
+    BetaLikeness,
+    DeltaDisclosure,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     MaxRisk,
+    PopulationUniqueness,
     PrivacyModel,
     RecursiveCLDiversity,
+    SampleUniqueness,
     TCloseness,
 )
 from safeshare.data.schema import read_yaml
@@ -250,6 +258,22 @@ class TClosenessSpec(_Strict):
     distance: Literal["equal", "ordered", "hierarchical"] = "equal"
 
 
+class BetaLikenessSpec(_Strict):
+    attribute: str
+    beta: float = Field(..., gt=0)
+    variant: Literal["basic", "enhanced"] = "basic"
+
+
+class DeltaDisclosureSpec(_Strict):
+    attribute: str
+    delta: float = Field(..., gt=0)
+
+
+class PopulationUniquenessSpec(_Strict):
+    threshold: float = Field(..., ge=0, le=1)
+    population_size: int = Field(..., ge=1)
+
+
 class KMapSpec(_Strict):
     k: int = Field(..., ge=1)
     population: str
@@ -262,10 +286,16 @@ class PrivacySpec(_Strict):
     l_diversity: list[LDiversitySpec] = []
     t_closeness: list[TClosenessSpec] = []
     k_map: KMapSpec | None = None
+    beta_likeness: list[BetaLikenessSpec] = []
+    delta_disclosure: list[DeltaDisclosureSpec] = []
     average_risk: float | None = Field(None, gt=0, le=1)
     max_risk: float | None = Field(None, gt=0, le=1)
+    sample_uniqueness: float | None = Field(None, ge=0, le=1)
+    population_uniqueness: PopulationUniquenessSpec | None = None
 
-    @field_validator("l_diversity", "t_closeness", mode="before")
+    @field_validator(
+        "l_diversity", "t_closeness", "beta_likeness", "delta_disclosure", mode="before"
+    )
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, dict) else value
@@ -285,10 +315,19 @@ class PrivacySpec(_Strict):
                 out.append(RecursiveCLDiversity(spec.attribute, c, int(spec.l)))
         for t_spec in self.t_closeness:
             out.append(TCloseness(t_spec.attribute, t_spec.t, t_spec.distance))
+        for b_spec in self.beta_likeness:
+            out.append(BetaLikeness(b_spec.attribute, b_spec.beta, b_spec.variant == "enhanced"))
+        for d_spec in self.delta_disclosure:
+            out.append(DeltaDisclosure(d_spec.attribute, d_spec.delta))
         if self.average_risk is not None:
             out.append(AverageRisk(self.average_risk))
         if self.max_risk is not None:
             out.append(MaxRisk(self.max_risk))
+        if self.sample_uniqueness is not None:
+            out.append(SampleUniqueness(self.sample_uniqueness))
+        if self.population_uniqueness is not None:
+            unique = self.population_uniqueness
+            out.append(PopulationUniqueness(unique.threshold, unique.population_size))
         return out
 
 
@@ -346,8 +385,16 @@ class AnonymizeConfig(_Strict):
                 if name in roles:
                     raise ValueError(f"column {name!r} is both {roles[name]} and {role}; pick one")
                 roles[name] = role
-        used = [s.attribute for s in self.privacy.l_diversity] + [
-            s.attribute for s in self.privacy.t_closeness
+        privacy = self.privacy
+        used = [
+            s.attribute
+            for specs in (
+                privacy.l_diversity,
+                privacy.t_closeness,
+                privacy.beta_likeness,
+                privacy.delta_disclosure,
+            )
+            for s in specs
         ]
         for attribute in used:
             if attribute not in self.sensitive:

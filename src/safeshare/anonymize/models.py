@@ -6,10 +6,13 @@ suppressed, within the suppression limit) or, for table-wide models, whether the
 table does.  Models combine: a class is kept when it satisfies every model.
 
 Monotonicity (generalizing never turns a satisfied node into a violated one) lets the search
-prune the lattice.  Every model here is monotone without suppression (merging classes keeps
-``k``, distinct values, entropy (concavity), the recursive condition, and t (convexity of the
-earth mover's distance)).  With suppression only k-anonymity, k-map, the maximum risk and
-distinct l-diversity stay monotone: a kept class stays kept when merged with any other.
+prune the lattice.  Without suppression the models are monotone (merging classes keeps ``k``,
+distinct values, entropy (concavity), the recursive condition, t (convexity of the earth
+mover's distance) and beta (a class's share of a value is a mean of its parts')), except
+delta-disclosure (a value diluted below its share in both parts) and the estimated
+population uniqueness, which the search checks node by node.  With suppression only
+k-anonymity, k-map, the maximum risk and distinct l-diversity stay monotone: a kept class
+stays kept when merged with any other.
 
 >>> import numpy as np
 >>> classes = Classes(np.array([3, 5]), {"disease": np.array([[1, 2, 0], [2, 2, 1]])})
@@ -405,4 +408,179 @@ class TCloseness(PrivacyModel):
         return (
             f"{self.attribute}: t={self.t:g} ({self.distance} distance, from the input "
             "table's distribution)"
+        )
+
+
+def _shares(counts: np.ndarray, info: SensitiveInfo | None, name: str) -> tuple[np.ndarray, ...]:
+    """Per class and value: the value's share in the class, its share in the input table, and
+    whether the class holds it."""
+    if info is None:
+        raise AnonymizationError(f"{name} on a sensitive attribute needs its distribution")
+    totals = counts.sum(axis=1, keepdims=True).astype(np.float64)
+    inside = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    overall = info.totals / max(float(info.totals.sum()), 1.0)
+    return inside, np.broadcast_to(overall, inside.shape), counts > 0
+
+
+@dataclass(frozen=True)
+class BetaLikeness(PrivacyModel):
+    """No value of the sensitive attribute is much more frequent in a class than in the table:
+    ``(q - p) / p <= beta`` for each value a class holds (share ``q`` in the class, ``p`` in
+    the input table); ``enhanced`` bounds it by ``min(beta, -ln p)`` (Cao & Karras, 2012).
+
+    >>> info = SensitiveInfo("s", ("a", "b"), np.array([50, 50]))
+    >>> classes = Classes(np.array([4, 4]), {"s": np.array([[2, 2], [3, 1]])})
+    >>> BetaLikeness("s", 0.4).class_ok(classes, info).tolist()  # (0.75 - 0.5) / 0.5 = 0.5
+    [True, False]
+    """
+
+    attribute: str
+    beta: float
+    enhanced: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.beta > 0:
+            raise AnonymizationError(f"beta must be above 0, got {self.beta}")
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "enhanced beta-likeness" if self.enhanced else "beta-likeness"
+
+    def _excess(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        """Per class, the largest relative gain of a value it holds over its bound."""
+        inside, overall, held = _shares(_counts(classes, self.attribute), info, self.name)
+        gain = np.divide(inside - overall, overall, out=np.zeros(inside.shape), where=held)
+        if self.enhanced:
+            with np.errstate(divide="ignore"):
+                bound = np.minimum(self.beta, -np.log(np.where(held, overall, 1.0)))
+            return np.where(held, gain / np.maximum(bound, 1e-300), 0.0).max(axis=1, initial=0.0)
+        return np.where(held, gain, 0.0).max(axis=1, initial=0.0) / self.beta
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return self._excess(classes, info) <= 1 + 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        inside, overall, held = _shares(_counts(classes, self.attribute)[kept], info, self.name)
+        gain = np.divide(inside - overall, overall, out=np.zeros(inside.shape), where=held)
+        return {"beta": float(np.where(held, gain, 0.0).max(initial=0.0))}
+
+    def describe(self) -> str:
+        kind = "enhanced " if self.enhanced else ""
+        return f"{self.attribute}: {kind}beta={self.beta:g} (from the input table's distribution)"
+
+
+@dataclass(frozen=True)
+class DeltaDisclosure(PrivacyModel):
+    """delta-disclosure privacy (Brickell & Shmatikov, 2008): ``|log2(q / p)| < delta`` for
+    each value a class holds (share ``q`` in the class, ``p`` in the input table).  Not
+    monotone: merging classes can dilute a value below its share in both.
+
+    >>> info = SensitiveInfo("s", ("a", "b"), np.array([50, 50]))
+    >>> classes = Classes(np.array([4, 4]), {"s": np.array([[2, 2], [3, 1]])})
+    >>> DeltaDisclosure("s", 1.0).class_ok(classes, info).tolist()  # log2(0.25 / 0.5) = -1
+    [True, False]
+    """
+
+    attribute: str
+    delta: float
+    name = "delta-disclosure privacy"
+
+    def __post_init__(self) -> None:
+        if not self.delta > 0:
+            raise AnonymizationError(f"delta must be above 0, got {self.delta}")
+
+    def monotone(self, suppression: bool) -> bool:
+        return False
+
+    def _disclosure(self, counts: np.ndarray, info: SensitiveInfo | None) -> np.ndarray:
+        inside, overall, held = _shares(counts, info, self.name)
+        ratio = np.divide(inside, overall, out=np.ones(inside.shape), where=held)
+        return np.abs(np.log2(ratio)).max(axis=1, initial=0.0)
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        return self._disclosure(_counts(classes, self.attribute), info) < self.delta
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        worst = self._disclosure(_counts(classes, self.attribute)[kept], info)
+        return {"delta": float(worst.max(initial=0.0))}
+
+    def describe(self) -> str:
+        return f"{self.attribute}: delta={self.delta:g} (from the input table's distribution)"
+
+
+@dataclass(frozen=True)
+class SampleUniqueness(PrivacyModel):
+    """At most a share ``threshold`` of the released records is alone in its class."""
+
+    threshold: float
+    name = "sample uniqueness"
+    per_class = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= 1:
+            raise AnonymizationError(f"a uniqueness threshold lies in [0, 1], got {self.threshold}")
+
+    def _share(self, classes: Classes, kept: np.ndarray) -> float:
+        sizes = classes.sizes[kept]
+        return float((sizes == 1).sum()) / max(int(sizes.sum()), 1)
+
+    def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
+        return self._share(classes, kept) <= self.threshold + 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        return {"sample_uniqueness": self._share(classes, kept)}
+
+    def describe(self) -> str:
+        return f"sample uniques <= {self.threshold:g} of the records"
+
+
+@dataclass(frozen=True)
+class PopulationUniqueness(PrivacyModel):
+    """At most a share ``threshold`` of the population (``population_size`` people) is
+    estimated unique on the released classes (Dankar et al.'s choice among the Pitman,
+    Zayatz and SNB estimates; :mod:`safeshare.evaluate.uniqueness`).  Not monotone: the
+    estimates are fitted to the class sizes."""
+
+    threshold: float
+    population_size: int
+    name = "population uniqueness"
+    per_class = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threshold <= 1:
+            raise AnonymizationError(f"a uniqueness threshold lies in [0, 1], got {self.threshold}")
+        if self.population_size < 1:
+            raise AnonymizationError(
+                f"the population size must be a positive count, got {self.population_size}"
+            )
+
+    def monotone(self, suppression: bool) -> bool:
+        return False
+
+    def _share(self, classes: Classes, kept: np.ndarray) -> float:
+        from safeshare.evaluate.uniqueness import dankar_share
+
+        sizes = classes.sizes[kept]
+        if not len(sizes):
+            return 0.0
+        return dankar_share(sizes, max(self.population_size, int(sizes.sum())))
+
+    def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
+        return self._share(classes, kept) <= self.threshold + 1e-12
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        return {"population_uniqueness": self._share(classes, kept)}
+
+    def describe(self) -> str:
+        return (
+            f"population uniques <= {self.threshold:g} of {self.population_size:,} people "
+            "(estimated)"
         )

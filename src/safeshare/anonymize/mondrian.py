@@ -3,7 +3,9 @@
 Full-domain generalization uses one level per column for the whole table.  Local recoding
 lets each group of records take its own levels: start with everything at the top of every
 hierarchy (one class) and, in each partition, specialize one column one level down when every
-resulting part still satisfies the privacy models; stop when no column can be specialized.
+resulting part still satisfies the privacy models (and the table as a whole its table-wide
+ones: average risk, sample and population uniqueness); stop when no column can be
+specialized.
 Every label a record gets is a label of its column's hierarchy, so the output reads like a
 full-domain one, only finer where the data allow.  Nothing is suppressed.
 
@@ -87,6 +89,22 @@ def mondrian(problem: Problem) -> LocalRecoding:
             ok &= model.class_ok(classes, problem.infos.get(getattr(model, "attribute", "")))
         return bool(ok.all())
 
+    # table-wide models other than the average risk (kept by counting classes) are checked
+    # on the sizes of every part the split would leave: ``current`` counts parts by size
+    table_wide = [m for m in problem.models if not m.per_class and not isinstance(m, AverageRisk)]
+    current: dict[int, int] = {int(weights.sum()): 1}
+
+    def table_after(replaced: int, parts: np.ndarray) -> bool:
+        if not table_wide:
+            return True
+        after = dict(current)
+        after[replaced] -= 1
+        for size in parts.tolist():
+            after[size] = after.get(size, 0) + 1
+        sizes = np.repeat(np.fromiter(after, dtype=np.int64), list(after.values()))
+        every = Classes(sizes)
+        return all(m.table_ok(every, np.ones(len(sizes), dtype=bool)) for m in table_wide)
+
     root_rows = np.arange(len(weights))
     root = classes_of(root_rows, np.zeros(len(weights), dtype=np.int64), 1)
     whole = np.ones(1, dtype=bool)
@@ -123,15 +141,22 @@ def mondrian(problem: Problem) -> LocalRecoding:
             if count - 1 + parts > max_classes:
                 continue
             classes = classes_of(rows, inverse, parts)
-            if satisfied(classes) and (best is None or parts > best[0]):
-                best = (parts, int(c), inverse)
+            if (
+                (best is None or parts > best[0])
+                and satisfied(classes)
+                and table_after(int(weights[rows].sum()), classes.sizes)
+            ):
+                best = (parts, int(c), inverse, classes.sizes)
         if best is None:
             done_rows.append(rows)
             done_levels.append(levels)
             continue
-        parts, c, inverse = best
+        parts, c, inverse, part_sizes = best
         splits += 1
         count += parts - 1
+        current[int(weights[rows].sum())] -= 1
+        for size in part_sizes.tolist():
+            current[size] = current.get(size, 0) + 1
         child_levels = levels.copy()
         child_levels[c] -= 1
         order = np.argsort(inverse, kind="stable")

@@ -55,7 +55,8 @@ def recode_suppressed(problem: Problem, node: tuple[int, ...], partition: Partit
     The suppressed records are partitioned among themselves, top-down along the hierarchies
     and never finer than ``node``; every part satisfies every per-class model, so the records
     are released instead of suppressed.  (A released part whose labels equal those of a
-    class already released merges with it, which only helps every model here.)  When even
+    class already released merges with it, which keeps every monotone model; the result's
+    models are judged on the table as written, merges included.)  When even
     all of them together break a model, they stay suppressed.
     """
     if any(isinstance(m, KMap) for m in problem.models):

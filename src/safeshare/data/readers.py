@@ -231,12 +231,16 @@ def _has_header(sample: str, delimiter: str) -> bool:
     if len(rest) <= 2 or _sniffer_says_header(sample):
         return True
     # The sniffer votes only on columns of one value length; a table of free texts has none,
-    # so it abstains (False).  Names there that never reappear below are a header.
-    fixed_length = any(len({len(r[i]) for r in rest}) == 1 for i in range(len(first)))
-    return not fixed_length and all(
+    # so it abstains (False).  Names there that never reappear below are a header; so are
+    # they above a column that holds one value all the way down (`x` over `a, a, a, ...`),
+    # where the sniffer's vote on value lengths says nothing.
+    names_apart = all(
         _NAME.fullmatch(v.strip()) is not None and all(r[i].strip() != v.strip() for r in rest)
         for i, v in enumerate(first)
     )
+    fixed_length = any(len({len(r[i]) for r in rest}) == 1 for i in range(len(first)))
+    constant = any(len({r[i].strip() for r in rest}) == 1 for i in range(len(first)))
+    return names_apart and (constant or not fixed_length)
 
 
 def _sniffer_says_header(sample: str) -> bool:

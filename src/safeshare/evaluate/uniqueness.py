@@ -98,6 +98,32 @@ def population_uniqueness(class_sizes: np.ndarray, population_size: int) -> Popu
     )
 
 
+def dankar_share(class_sizes: np.ndarray, population_size: int) -> float:
+    """The share of the population Dankar's rule estimates unique, computing only the
+    estimates the rule reads at this sampling fraction (what a search checks at every node).
+
+    >>> sizes = np.array([1] * 40 + [2] * 10 + [5] * 4)
+    >>> dankar_share(sizes, 1000) == population_uniqueness(sizes, 1000).share
+    True
+    """
+    sizes = np.asarray(class_sizes, dtype=np.int64)
+    sizes = sizes[sizes > 0]
+    n = int(sizes.sum())
+    uniques = int((sizes == 1).sum())
+    if uniques == 0 or population_size <= n:
+        return uniques / max(population_size, 1) if population_size <= n else 0.0
+    if n / population_size <= SMALL_SAMPLING_FRACTION:
+        value = pitman(sizes, population_size)
+        if value is None:
+            value = zayatz(sizes, population_size)
+    else:
+        _, value = dankar_choice(
+            n / population_size, zayatz(sizes, population_size), None,
+            snb_estimate(sizes, population_size),
+        )  # fmt: skip
+    return float(value or 0.0) / population_size
+
+
 def dankar_choice(
     sampling_fraction: float, zay: float | None, pit: float | None, snb: float | None
 ) -> tuple[str, float | None]:
@@ -131,19 +157,28 @@ def zayatz(sizes: np.ndarray, population_size: int) -> float | None:
 
 def pitman_log_likelihood(theta: float, alpha: float, sizes: np.ndarray) -> float:
     """Log-likelihood of a partition with class sizes ``sizes`` under Pitman's formula."""
-    n, u = int(sizes.sum()), len(sizes)
+    return _pitman_log_likelihood(theta, alpha, *_histogram(np.asarray(sizes)))
+
+
+def _pitman_log_likelihood(
+    theta: float, alpha: float, values: np.ndarray, counts: np.ndarray
+) -> float:
+    """:func:`pitman_log_likelihood` from the class-size histogram (``counts[i]`` classes of
+    ``values[i]`` records): one term per distinct size, not per class."""
+    n, u = int(values @ counts), int(counts.sum())
     classes = (
         (u - 1) * math.log(alpha)
         + special.gammaln(theta / alpha + u)
         - special.gammaln(theta / alpha + 1)
     )
     records = special.gammaln(theta + n) - special.gammaln(theta + 1)
-    within = float(np.sum(special.gammaln(sizes - alpha) - special.gammaln(1 - alpha)))
+    within = float(counts @ (special.gammaln(values - alpha) - special.gammaln(1 - alpha)))
     return float(classes - records + within)
 
 
 def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
     """Maximum-likelihood ``(theta, alpha)``; ``None`` when the fit does not converge."""
+    values, counts = _histogram(np.asarray(sizes))
 
     def negative(params: np.ndarray) -> float:
         alpha = float(special.expit(params[1]))
@@ -151,7 +186,7 @@ def pitman_fit(sizes: np.ndarray) -> tuple[float, float] | None:
             return math.inf
         theta = -alpha + math.exp(params[0])
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf at the model's edge
-            value = -pitman_log_likelihood(theta, alpha, sizes)
+            value = -_pitman_log_likelihood(theta, alpha, values, counts)
         return value if math.isfinite(value) else math.inf
 
     best = None
