@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from safeshare.data import Table
-from safeshare.evaluate.attack_risk import EvaluationInputError, attack_risk, newcombe_difference
+from safeshare.evaluate.attack_risk import (
+    EvaluationInputError,
+    attack_risk,
+    newcombe_difference,
+    strongest,
+)
 from safeshare.evaluate.generalized import from_table
 from safeshare.evaluate.inference import inference
 from safeshare.evaluate.linkability import linkability
@@ -111,3 +116,50 @@ def test_more_attacks_than_records_is_refused(train, holdout):
             np.random.default_rng(0),
             attacks=100,
         )
+
+
+def test_the_strongest_attack_is_the_surest_success_not_the_widest_interval():
+    # 1 of 2 on train, 0 of 2 on control: risk 0.5 with an interval across 0 to 1
+    wide = attack_risk("singling out (1 column)", "t", main=1, control=0, baseline=0, attacks=2)
+    sure = attack_risk("inference", "t", main=300, control=200, baseline=10, attacks=500)
+    surer = attack_risk("linkability", "t", main=320, control=200, baseline=10, attacks=500)
+    assert not wide.significant and wide.interval[1] > surer.interval[1]
+    assert strongest([wide, sure, surer]) is surer
+    assert strongest([wide]) is None
+
+
+def test_given_quasi_identifiers_are_not_warned_as_undeclared(train, holdout, fresh):
+    from safeshare.evaluate.assessment import EvaluationOptions, assess
+
+    options = EvaluationOptions(attacks=100, quasi_identifiers=("region", "age"), ml=False)
+    found = assess(fresh, train, holdout, np.random.default_rng(0), options)
+    assert found.quasi_identifier_source == "given"
+    assert not [w for w in found.warnings if "no column is declared" in w]
+    headline = found.headline()["risk"]
+    surest = strongest(found.attacks)
+    assert headline["worst_attack"] == (None if surest is None else surest.name)
+    assert ("strongest" in headline["reading"]) == bool(headline["significant_attacks"])
+
+
+def test_copies_of_the_rarest_records_make_the_verdict_red_on_their_own(train, holdout, fresh):
+    from safeshare.engine import default_engine
+    from safeshare.evaluate.memorization import rarity
+
+    rarest = np.argsort(-rarity(train, train, default_engine()), kind="stable")[:20]
+    planted = Table(
+        {
+            name: np.concatenate([fresh.column(name)[:-20], train.column(name)[rarest]])
+            for name in fresh.columns
+        },
+        fresh.domain,
+    )
+    clean = memorization(fresh, train, holdout, np.random.default_rng(0))
+    found = memorization(planted, train, holdout, np.random.default_rng(0))
+
+    assert clean.verdict()[0] != "bad"
+    assert found.outlier_copies.trials == 30  # 1% of the 3,000 training records, all examined
+    assert found.outlier_copies.value >= 20 / 30
+    risk_class, reading = found.verdict()
+    assert risk_class == "bad" and "copies rare training records" in reading
+    # distances alone would not tell: 20 copies among 3,000 barely move the DCR share
+    assert not found.closer_to_train.interval[0] > 0.55

@@ -34,7 +34,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Column, Domain, Kind, Role
 from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
-from safeshare.evaluate.attack_risk import AttackResult, EvaluationInputError
+from safeshare.evaluate.attack_risk import AttackResult, EvaluationInputError, strongest
 from safeshare.evaluate.copula import CopulaResult, copula_uniqueness
 from safeshare.evaluate.fidelity import (
     AssociationDifferences,
@@ -55,6 +55,7 @@ from safeshare.evaluate.singling_out import singling_out
 from safeshare.evaluate.utility import marginal_tvd
 
 MAX_SECRETS = 3
+NONE_DECLARED = "all columns (none declared)"
 MAX_TARGETS = 2
 
 
@@ -93,21 +94,21 @@ class Assessment:
 
     def headline(self) -> dict[str, Any]:
         """The few figures a person reads first."""
-        worst = max(self.attacks, key=lambda a: a.interval[1] if np.isfinite(a.interval[1]) else -1)
+        worst = strongest(self.attacks)
         significant = [a for a in self.attacks if a.significant]
         mia = max(self.membership, key=lambda m: m.auc) if self.membership else None
         return {
             "risk": {
-                "worst_attack": worst.name,
-                "worst_risk": worst.risk,
-                "worst_interval": list(worst.interval),
+                "worst_attack": None if worst is None else worst.name,
+                "worst_risk": None if worst is None else worst.risk,
+                "worst_interval": None if worst is None else list(worst.interval),
                 "significant_attacks": [a.name for a in significant],
                 "membership_auc": None if mia is None else mia.auc,
                 "dcr_share_closer_to_train": self.memorization.closer_to_train.value,
                 "reading": (
                     f"{len(significant)} of {len(self.attacks)} attacks do better on training "
                     "records than on unseen ones"
-                    + (f"; the strongest: {worst.name}, {worst.reading}" if significant else "")
+                    + (f"; the strongest: {worst.name}, {worst.reading}" if worst else "")
                 ),
             },
             "utility": {
@@ -228,7 +229,7 @@ def assess(
     )
     for attack in attacks:
         warnings.extend(attack.warnings)
-    if quasi_source != "schema":
+    if quasi_source == NONE_DECLARED:
         warnings.append(
             "no column is declared a quasi-identifier: every column is treated as one (the worst "
             "case); declare them in the schema (role: quasi_identifier)"
@@ -282,7 +283,7 @@ def _quasi_identifiers(domain: Domain, options: EvaluationOptions) -> tuple[list
     if declared:
         return declared, "schema"
     others = [c.name for c in domain if c.role is not Role.SENSITIVE]
-    return (others or list(domain.names)), "all columns (none declared)"
+    return (others or list(domain.names)), NONE_DECLARED
 
 
 def _secrets(domain: Domain, options: EvaluationOptions) -> list[str]:

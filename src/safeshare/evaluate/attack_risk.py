@@ -26,6 +26,7 @@ attack is any good at all: an attack no better than guessing measures nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,17 @@ class AttackResult:
             "warnings": list(self.warnings),
             **({"details": self.details} if self.details else {}),
         }
+
+
+def strongest(attacks: Sequence[AttackResult]) -> AttackResult | None:
+    """The attack that surely succeeds most: among the significant ones, the largest lower
+    bound of the risk (then the largest risk); None when none is significant.  (The widest
+    interval is no measure of strength: a harmless release's weakest attack can span 0 to 1.)
+    """
+    significant = [a for a in attacks if a.significant]
+    if not significant:
+        return None
+    return max(significant, key=lambda a: (a.interval[0], a.risk))
 
 
 def newcombe_difference(a: Proportion, b: Proportion) -> tuple[float, float]:

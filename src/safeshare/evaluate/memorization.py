@@ -4,9 +4,10 @@ Released records are compared with the training records and with as many holdout
 generator never saw.  A generator that generalises sits as close to unseen people as to its
 training records (the share of released records closer to train is 0.5) and copies training
 records no more often than it "copies" unseen ones by chance.  Synthetic data leaks first
-where records are rare: the **outliers** (the rarest training records under the product of
-the columns' marginal frequencies) are checked separately, against the rarest holdout records
-as their baseline.
+where records are rare: the **outliers** (the rarest of *all* training records under the
+product of the columns' marginal frequencies, :func:`rare_count` of them) are checked
+separately, against as large a share of the rarest holdout records as their baseline; their
+copies make the verdict red on their own.
 
 >>> import numpy as np
 >>> from safeshare.data import Column, Domain, Kind, Table
@@ -37,6 +38,7 @@ THREAT = (
     "unusually close to, the people the generator trained on expose those people."
 )
 OUTLIER_SHARE = 0.01
+MAX_RARE = 500
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,16 @@ class MemorizationResult:
     distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def verdict(self) -> tuple[str, str]:
-        """Risk class and reading of the DCR share with the copies (see :func:`dcr_verdict`)."""
+        """Risk class and reading: red on its own when the release holds more of the rarest
+        training records than of the rarest unseen ones (intervals apart); else the DCR share
+        with the copies (see :func:`dcr_verdict`)."""
+        rare, chance = self.outlier_copies, self.outlier_baseline
+        if rare.trials and rare.interval[0] > chance.interval[1]:
+            return "bad", (
+                f"the release copies rare training records: {rare.value:.0%} of the "
+                f"{rare.trials} rarest appear in it, against {chance.value:.0%} of the rarest "
+                "unseen records"
+            )
         return dcr_verdict(self.closer_to_train, self.copies_of_train, self.copies_of_holdout)
 
     @property
@@ -114,9 +125,11 @@ def memorization(
     to_holdout = nearest_distances(sample, unseen)
     copies_train = int(np.sum(to_train == 0))
     copies_holdout = int(np.sum(to_holdout == 0))
-    k = int(np.clip(round(OUTLIER_SHARE * n), min(20, n), 500))
-    rare_train = _rarest(reference, train, k, engine)
-    rare_holdout = _rarest(unseen, train, k, engine)
+    # the rarest of *all* training records, and as many of the rarest unseen ones per record
+    k = rare_count(len(train))
+    k_unseen = min(len(holdout), max(1, round(k * len(holdout) / len(train))))
+    rare_train = _rarest(train, train, k, engine)
+    rare_holdout = _rarest(holdout, train, k_unseen, engine)
     released = set(_rows(release))  # exact copies: a lookup, not a distance search
     in_release_train = sum(row in released for row in _rows(rare_train))
     in_release_holdout = sum(row in released for row in _rows(rare_holdout))
@@ -125,9 +138,19 @@ def memorization(
         Proportion.of(copies_train, len(sample)),
         Proportion.of(copies_holdout, len(sample)),
         Proportion.of(in_release_train, k),
-        Proportion.of(in_release_holdout, k),
+        Proportion.of(in_release_holdout, k_unseen),
         {"train": to_train, "holdout": to_holdout},
     )
+
+
+def rare_count(records: int) -> int:
+    """How many of the rarest training records are checked for copies: 1% of them, at least
+    20 (all of a table under 20) and at most :data:`MAX_RARE`.
+
+    >>> rare_count(2400), rare_count(12), rare_count(1_000_000)
+    (24, 12, 500)
+    """
+    return int(np.clip(round(OUTLIER_SHARE * records), min(20, records), MAX_RARE))
 
 
 def dcr_share(to_train: np.ndarray, to_holdout: np.ndarray) -> Proportion:

@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from safeshare.data.table import Table
 from safeshare.evaluate.assessment import Assessment
+from safeshare.evaluate.attack_risk import strongest
 from safeshare.report import plots
 from safeshare.report.html import worst_columns
 
@@ -53,9 +54,7 @@ def render_evaluation_report(
 
 def _headline(evaluation: dict[str, Any], assessment: Assessment) -> dict[str, Any]:
     significant = [a for a in assessment.attacks if a.significant]
-    worst = max(
-        assessment.attacks, key=lambda a: a.interval[1] if np.isfinite(a.interval[1]) else -1
-    )
+    worst = strongest(assessment.attacks)
     mia = [m for m in assessment.membership if m.significant]
     dcr_class, dcr_reading = assessment.memorization.verdict()
     risk_class = "bad" if significant or mia else dcr_class
@@ -118,8 +117,8 @@ def tradeoff_chart(assessment: Assessment) -> str:
     figure = plots._figure(5.2, 3.6)
     axes = figure.add_subplot()
     curve = assessment.kmarginal.curve
-    finite = [a.interval[1] for a in assessment.attacks if np.isfinite(a.interval[1])]
-    risk = max(0.0, max(finite, default=0.0))
+    worst = strongest(assessment.attacks)
+    risk = 0.0 if worst is None else max(worst.risk, 0.0)  # a significant risk only
     axes.plot(
         [1 - t for _, t in curve],
         [0.0] * len(curve),
@@ -143,10 +142,10 @@ def tradeoff_chart(assessment: Assessment) -> str:
         "D",
         color=_RISK,
         markersize=9,
-        label="this release (upper 95% risk)",
+        label="this release (its strongest significant attack; 0 when none is)",
     )
     axes.set_xlabel(f"utility: 1 - mean {assessment.kmarginal.ways}-way TVD vs train")
-    axes.set_ylabel("privacy risk (worst attack, upper bound)")
+    axes.set_ylabel("privacy risk (strongest significant attack)")
     axes.set_ylim(-0.05, 1.05)
     axes.legend(frameon=False, fontsize=7, loc="upper left")
     return plots._svg(figure)
