@@ -512,36 +512,51 @@ class DeltaDisclosure(PrivacyModel):
         return f"{self.attribute}: delta={self.delta:g} (from the input table's distribution)"
 
 
-@dataclass(frozen=True)
-class SampleUniqueness(PrivacyModel):
-    """At most a share ``threshold`` of the released records is alone in its class."""
+class _ShareAtMost(PrivacyModel):
+    """A table-wide model: a share of the released table (:meth:`share`) at most
+    ``threshold``, reported under ``key``."""
 
     threshold: float
-    name = "sample uniqueness"
+    key = "share"
     per_class = False
 
-    def __post_init__(self) -> None:
+    def share(self, classes: Classes, kept: np.ndarray) -> float:
+        raise NotImplementedError
+
+    def _check_threshold(self) -> None:
         if not 0 <= self.threshold <= 1:
             raise AnonymizationError(f"a uniqueness threshold lies in [0, 1], got {self.threshold}")
 
-    def _share(self, classes: Classes, kept: np.ndarray) -> float:
-        sizes = classes.sizes[kept]
-        return float((sizes == 1).sum()) / max(int(sizes.sum()), 1)
-
     def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
-        return self._share(classes, kept) <= self.threshold + 1e-12
+        return self.share(classes, kept) <= self.threshold + 1e-12
 
     def achieved(
         self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
     ) -> dict[str, float]:
-        return {"sample_uniqueness": self._share(classes, kept)}
+        return {self.key: self.share(classes, kept)}
+
+
+@dataclass(frozen=True)
+class SampleUniqueness(_ShareAtMost):
+    """At most a share ``threshold`` of the released records is alone in its class."""
+
+    threshold: float
+    name = "sample uniqueness"
+    key = "sample_uniqueness"
+
+    def __post_init__(self) -> None:
+        self._check_threshold()
+
+    def share(self, classes: Classes, kept: np.ndarray) -> float:
+        sizes = classes.sizes[kept]
+        return float((sizes == 1).sum()) / max(int(sizes.sum()), 1)
 
     def describe(self) -> str:
         return f"sample uniques <= {self.threshold:g} of the records"
 
 
 @dataclass(frozen=True)
-class PopulationUniqueness(PrivacyModel):
+class PopulationUniqueness(_ShareAtMost):
     """At most a share ``threshold`` of the population (``population_size`` people) is
     estimated unique on the released classes (Dankar et al.'s choice among the Pitman,
     Zayatz and SNB estimates; :mod:`safeshare.evaluate.uniqueness`).  Not monotone: the
@@ -550,11 +565,10 @@ class PopulationUniqueness(PrivacyModel):
     threshold: float
     population_size: int
     name = "population uniqueness"
-    per_class = False
+    key = "population_uniqueness"
 
     def __post_init__(self) -> None:
-        if not 0 <= self.threshold <= 1:
-            raise AnonymizationError(f"a uniqueness threshold lies in [0, 1], got {self.threshold}")
+        self._check_threshold()
         if self.population_size < 1:
             raise AnonymizationError(
                 f"the population size must be a positive count, got {self.population_size}"
@@ -563,21 +577,13 @@ class PopulationUniqueness(PrivacyModel):
     def monotone(self, suppression: bool) -> bool:
         return False
 
-    def _share(self, classes: Classes, kept: np.ndarray) -> float:
+    def share(self, classes: Classes, kept: np.ndarray) -> float:
         from safeshare.evaluate.uniqueness import dankar_share
 
         sizes = classes.sizes[kept]
         if not len(sizes):
             return 0.0
         return dankar_share(sizes, max(self.population_size, int(sizes.sum())))
-
-    def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
-        return self._share(classes, kept) <= self.threshold + 1e-12
-
-    def achieved(
-        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
-    ) -> dict[str, float]:
-        return {"population_uniqueness": self._share(classes, kept)}
 
     def describe(self) -> str:
         return (

@@ -29,7 +29,13 @@ import numpy as np
 import pandas as pd
 from pandas.util import hash_array
 
-from safeshare.data.readers import MISSING_TOKENS, fingerprint_file, fingerprint_frame, sniff_csv
+from safeshare.data.readers import (
+    CSV_OPTIONS,
+    MISSING_TOKENS,
+    fingerprint_file,
+    fingerprint_frame,
+    sniff_csv,
+)
 from safeshare.errors import InputError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -146,13 +152,9 @@ def _chunks(path: Path) -> Iterator[pd.DataFrame]:
             path,
             sep=delimiter,
             header=0 if header else None,
-            dtype=str,
-            keep_default_na=False,
-            skipinitialspace=True,
-            quotechar='"',
             encoding="utf-8-sig",
-            engine="c",
             chunksize=_CHUNK_ROWS,
+            **CSV_OPTIONS,
         )
 
 

@@ -23,6 +23,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -31,6 +32,14 @@ from safeshare.errors import InputError, InputFileNotFoundError
 MISSING_TOKENS: tuple[str, ...] = ("", "?", "NA", "N/A", "NaN", "nan", "null", "NULL", "None")
 _DELIMITERS = ",;\t|"
 _SNIFF_BYTES = 64 * 1024
+# how every CSV is parsed: every value as text, missing values decided by MISSING_TOKENS later
+CSV_OPTIONS: dict[str, Any] = {
+    "dtype": str,
+    "keep_default_na": False,
+    "skipinitialspace": True,
+    "quotechar": '"',
+    "engine": "c",
+}
 # a column name: a word or a few, no sentence punctuation (what a header of texts holds)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*( [A-Za-z0-9_.\-]+){0,2}")
 
@@ -138,14 +147,7 @@ def _parse_csv(
         check_column_names([name.strip() for name in next(reader, [])], str(path))
     try:
         frame = pd.read_csv(
-            io.StringIO(text),
-            sep=dialect_delimiter,
-            header=0 if header else None,
-            dtype=str,
-            keep_default_na=False,
-            skipinitialspace=True,
-            quotechar='"',
-            engine="c",
+            io.StringIO(text), sep=dialect_delimiter, header=0 if header else None, **CSV_OPTIONS
         )
     except pd.errors.ParserError as err:
         line = _line_of(str(err))
