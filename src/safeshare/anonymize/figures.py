@@ -129,8 +129,8 @@ def settle_suppression(
 ) -> tuple[AnonymizeConfig, tuple[str, ...]]:
     """The config the release is written under, and why it differs from ``config``.
 
-    Masked records are one class of the written table: when that class breaks a model that
-    the table without it satisfies (fewer than k records, one sensitive value, ...), the
+    Masked records are one class of the written table: when the table with that class breaks
+    a model (a masked class of fewer than k records, of one sensitive value, ...), the
     suppressed records are removed instead of masked.
     """
     if config.suppressed_records != "mask" or partition.kept[partition.row_class].all():
