@@ -89,6 +89,9 @@ def problems(draw):
         models.append(PopulationUniqueness(draw(st.sampled_from([0.01, 0.05])), 400))
     limit = draw(st.sampled_from([0.0, 0.0, 0.1, 0.3]))
     metric = draw(st.sampled_from(QUALITY_MODELS))
+    importance = draw(
+        st.none() | st.lists(st.sampled_from([0.5, 1.0, 4.0]), min_size=d, max_size=d)
+    )
     problem = Problem.build(
         hs,
         codes,
@@ -96,6 +99,7 @@ def problems(draw):
         sensitive={"s": sensitive},
         infos={"s": info},
         suppression_limit=limit,
+        importance=importance,
     )
     return problem, metric
 

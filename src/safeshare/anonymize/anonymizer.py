@@ -175,6 +175,7 @@ class Anonymizer:
             hi=hi,
             population=population,
             weights=weights,
+            importance=[spec.weight for spec in config.quasi_identifiers.values()],
         )
         return Prepared(hierarchies, models, infos, problem)
 

@@ -11,7 +11,8 @@
       visit: {hierarchy: {dates: [month, quarter, year]}}  # fine to coarse, of: day, week
                                                        # (ISO; last), month, quarter, year, decade
       marital: {hierarchy: {groups: [{married: [Married-civ-spouse, Married-AF-spouse]}]}}
-      city: {hierarchy: auto, max_level: 2}            # a default hierarchy; cap the level
+      city: {hierarchy: auto, max_level: 2, weight: 2}  # a default hierarchy; cap the level;
+                                                       # its loss counts twice in quality
     sensitive:
       disease: {hierarchy: diseases.csv}               # hierarchical t-closeness needs one
     transforms:                                        # columns that are not generalized
@@ -146,6 +147,7 @@ class QuasiIdentifierSpec(_Strict):
     hierarchy: HierarchySpec | None = None
     min_level: int = Field(0, ge=0)
     max_level: int | None = Field(None, ge=0)
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False)  # its share in the quality models
 
     @field_validator("hierarchy", mode="before")
     @classmethod

@@ -227,7 +227,7 @@ class Evaluator:
                 level / h.height if h.height else 0.0
                 for level, h in zip(node, p.hierarchies, strict=True)
             ]
-            return float(np.mean([((n - s) * f + s) / n for f in fractions]))
+            return p.quality.combine([((n - s) * f + s) / n for f in fractions])
         groups, kept = assessment.groups, assessment.kept
         levels = [np.full(int(kept.sum()), level) for level in node]
         labels = [p.maps[c][level][groups.rep[kept, c]] for c, level in enumerate(node)]

@@ -182,6 +182,7 @@ class Problem:
     hi: tuple[int, ...] | None = None
     population: tuple[list[np.ndarray], np.ndarray] | None = None
     record_rows: np.ndarray | None = None  # the distinct row of each input record
+    importance: tuple[float, ...] | None = None  # the quality models' attribute weights
 
     def __post_init__(self) -> None:
         self.n = int(self.weights.sum())
@@ -209,7 +210,7 @@ class Problem:
             np.bincount(c, weights=self.weights, minlength=len(h.values))
             for c, h in zip(self.codes, self.hierarchies, strict=True)
         ]
-        return QualityContext(self.hierarchies, counts)
+        return QualityContext(self.hierarchies, counts, self.importance)
 
     @cached_property
     def chunks(self) -> np.ndarray:
@@ -291,12 +292,14 @@ class Problem:
         hi: Sequence[int] | None = None,
         population: Sequence[np.ndarray] | None = None,
         weights: np.ndarray | None = None,
+        importance: Sequence[float] | None = None,
     ) -> Problem:
         """From per-record level-0 codes (and per-record sensitive codes): distinct rows.
 
         ``weights`` (one count per row, default 1) lets each row stand for that many records:
         the distinct rows with counts that an engine's ``GROUP BY`` returns give the same
-        problem as the records they count.
+        problem as the records they count.  ``importance`` weighs the columns in the quality
+        models (equal by default).
         """
         sensitive = dict(sensitive or {})
         arrays = [_integers(c) for c in codes]
@@ -341,6 +344,7 @@ class Problem:
             tuple(hi) if hi is not None else None,
             pop,
             inverse.astype(np.int64, copy=False),
+            None if importance is None else tuple(float(w) for w in importance),
         )
 
 

@@ -11,7 +11,9 @@ as fully generalized) and each kept record ``r`` at a label ``g_r``:
 * ``entropy`` (non-uniform entropy, Gionis & Tassa): ``sum_r -log2(f(a_r) / f(g_r))`` with
   ``f`` the frequency in the input, normalized by its value when all is suppressed.
 
-Overall, each is the arithmetic mean over the quasi-identifiers (what the search minimizes).
+Overall, each is the arithmetic mean over the quasi-identifiers (what the search minimizes),
+weighted by the attribute weights when the config gives them (``weight: 2`` counts a column
+twice).
 ARX aggregates its Loss differently by default, as the geometric mean of ``1 + loss`` minus 1
 over the quasi-identifiers (lower than the arithmetic mean when the columns differ): that
 figure is reported too, as ``loss_geometric``, to compare with the number ARX shows.  Two more
@@ -59,8 +61,19 @@ class QualityScores:
 class QualityContext:
     """Per column and level, what each separable model charges a record at each label."""
 
-    def __init__(self, hierarchies: Sequence[Hierarchy], counts: Sequence[np.ndarray]) -> None:
+    def __init__(
+        self,
+        hierarchies: Sequence[Hierarchy],
+        counts: Sequence[np.ndarray],
+        importance: Sequence[float] | None = None,
+    ) -> None:
         self.hierarchies = list(hierarchies)
+        given = np.ones(len(hierarchies)) if importance is None else np.asarray(importance, float)
+        if len(given) != len(hierarchies) or (given <= 0).any() or not np.isfinite(given).all():
+            raise AnonymizationError(
+                f"attribute weights must be one positive number per quasi-identifier, got {given}"
+            )
+        self.importance = given / given.sum() if len(given) else given
         self.names = [h.column for h in hierarchies]
         self.n = int(counts[0].sum()) if counts else 0
         self.label_counts: list[list[np.ndarray]] = []
@@ -157,9 +170,9 @@ class QualityContext:
                 self.column_score(metric, c, levels[c], labels[c], sizes, suppressed)
                 for c in range(len(self.hierarchies))
             ]
-            overall[metric] = float(np.mean(values)) if values else 0.0
+            overall[metric] = self.combine(values)
             if metric == "loss":
-                overall["loss_geometric"] = geometric_loss(values)
+                overall["loss_geometric"] = geometric_loss(values, self.importance)
             for name, value in zip(self.names, values, strict=True):
                 per_attribute.setdefault(name, {})[metric] = value
         overall["discernibility"] = table_score("discernibility", sizes, suppressed, self.n)
@@ -180,19 +193,27 @@ class QualityContext:
                 self.column_score(metric, c, levels[c], labels[c], sizes, suppressed)
                 for c in range(len(self.hierarchies))
             ]
-            return float(np.mean(values)) if values else 0.0
+            return self.combine(values)
         return table_score(metric, sizes, suppressed, self.n)
 
+    def combine(self, values: Sequence[float]) -> float:
+        """The overall value of per-column values: their mean, weighted by the attribute
+        weights (equal by default)."""
+        return float(self.importance @ np.asarray(values, dtype=np.float64)) if len(values) else 0.0
 
-def geometric_loss(values: Sequence[float]) -> float:
-    """ARX's default aggregate of per-attribute losses: ``prod(1 + v) ** (1 / d) - 1``.
+
+def geometric_loss(values: Sequence[float], weights: np.ndarray | None = None) -> float:
+    """ARX's default aggregate of per-attribute losses: ``prod(1 + v) ** (1 / d) - 1``
+    (``weights``, summing to 1, in place of the ``1 / d``).
 
     >>> round(geometric_loss([0.0, 0.5, 1.0]), 4)  # the arithmetic mean is 0.5
     0.4422
     """
     if not len(values):
         return 0.0
-    return float(np.exp(np.mean(np.log1p(np.asarray(values, dtype=np.float64)))) - 1.0)
+    logs = np.log1p(np.asarray(values, dtype=np.float64))
+    mean = float(logs.mean()) if weights is None else float(weights @ logs)
+    return float(np.exp(mean) - 1.0)
 
 
 def _per_level(tables: Sequence[np.ndarray], levels: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -86,9 +86,10 @@ def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
     if bounds is None:
         return np.zeros(problem.lattice.size)
     total = np.zeros(problem.lattice.size)
+    importance = problem.quality.importance
     for c, values in enumerate(bounds):
-        total += values[levels[:, c]]
-    return total / max(len(bounds), 1)
+        total += importance[c] * values[levels[:, c]]
+    return total
 
 
 def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
