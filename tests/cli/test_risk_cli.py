@@ -47,10 +47,10 @@ def test_risk_of_a_table_as_the_whole_population(tmp_path, people, capsys) -> No
     assert records["row"].tolist() == list(range(1, 8))
     assert records["class_size"].tolist() == [4, 4, 4, 4, 2, 2, 1]
     assert records["prosecutor"].tolist() == pytest.approx([0.25] * 4 + [0.5] * 2 + [1.0])
-    written = (tmp_path / "r" / "risk.json").read_text() + (
-        tmp_path / "r" / "records.csv"
-    ).read_text()
-    assert "02139" not in written and "gout" not in written  # no value of the data
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "14.3% unique" in html and "<svg" in html and "<script" not in html
+    written = "".join((tmp_path / "r" / f).read_text() for f in ("risk.json", "records.csv"))
+    assert "02139" not in written + html and "gout" not in written + html  # no value of the data
 
 
 def test_risk_against_a_population_table(tmp_path, people, capsys) -> None:

@@ -23,7 +23,9 @@ class RiskArguments:
         "--quasi-identifiers",
         help="Comma-separated columns an attacker may know (age, zip, sex, ...).",
     )
-    out: Path = option("--out", "-o", help="Directory to write risk.json and records.csv.")
+    out: Path = option(
+        "--out", "-o", help="Directory to write risk.json, report.html and records.csv."
+    )
     population_size: int | None = option(
         "--population-size",
         help="How many people the records were drawn from (journalist and marketer risk from "
@@ -66,7 +68,7 @@ def _summary(done: RiskMeasurement) -> None:
 
     risk = done.risk
     table = RichTable(show_header=False, box=None, pad_edge=False)
-    table.add_row("written", f"{done.out}/risk.json, records.csv")
+    table.add_row("written", f"{done.out}/risk.json, report.html, records.csv")
     table.add_row("prosecutor", risk.reading)
     table.add_row(
         "journalist",

@@ -5,9 +5,10 @@ share a table.  The table's records are grouped by their quasi-identifiers, as w
 (:mod:`safeshare.evaluate.reidentification`): prosecutor risk from the class sizes; journalist
 and marketer risk from a population table (``population``), else from the population model
 for ``population_size`` people (Pitman, Zayatz, SNB and Dankar's choice among them), else
-with the table as the whole population.  Written to ``out``: ``risk.json`` (the figures) and
-``records.csv`` (per record, in the input's order: its class size and its prosecutor and
-journalist risk), so the riskiest records can be found.  Neither holds a value of the data.
+with the table as the whole population.  Written to ``out``: ``risk.json`` (the figures),
+``report.html`` (the same for a person) and ``records.csv`` (per record, in the input's
+order: its class size and its prosecutor and journalist risk), so the riskiest records can be
+found.  None holds a value of the data.
 
 >>> import tempfile, pathlib, pandas as pd
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -45,6 +46,7 @@ from safeshare.output_folder import check_output
 from safeshare.release.evaluation import to_json
 from safeshare.release.output import write_release
 from safeshare.report.card import card_header
+from safeshare.report.risk import render_risk_report
 
 GUARANTEE = (
     "none: a measurement of the table as given, not a release; its figures read the private "
@@ -115,7 +117,13 @@ def measure_risk(
         "prosecutor and journalist risk (no value of the data)",
     }
     progress("writing", 0.9)
-    write_release(out, {"risk.json": to_json(measurement), "records.csv": records}, force)
+    html = render_risk_report(measurement)
+    files: dict[str, pd.DataFrame | str] = {
+        "risk.json": to_json(measurement),
+        "records.csv": records,
+        "report.html": html,
+    }
+    write_release(out, files, force)
     progress("done", 1.0)
     return RiskMeasurement(out, measurement, risk)
 
