@@ -446,25 +446,26 @@ class BetaLikeness(PrivacyModel):
     def name(self) -> str:  # type: ignore[override]
         return "enhanced beta-likeness" if self.enhanced else "beta-likeness"
 
-    def _excess(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
-        """Per class, the largest relative gain of a value it holds over its bound."""
-        inside, overall, held = _shares(_counts(classes, self.attribute), info, self.name)
+    def _gains(self, counts: np.ndarray, info: SensitiveInfo | None) -> tuple[np.ndarray, ...]:
+        """Per class and value: the value's relative gain over the table (0 where the class
+        does not hold it), and its share in the table."""
+        inside, overall, held = _shares(counts, info, self.name)
         gain = np.divide(inside - overall, overall, out=np.zeros(inside.shape), where=held)
-        if self.enhanced:
-            with np.errstate(divide="ignore"):
-                bound = np.minimum(self.beta, -np.log(np.where(held, overall, 1.0)))
-            return np.where(held, gain / np.maximum(bound, 1e-300), 0.0).max(axis=1, initial=0.0)
-        return np.where(held, gain, 0.0).max(axis=1, initial=0.0) / self.beta
+        return gain, overall, held
 
     def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
-        return self._excess(classes, info) <= 1 + 1e-12
+        gain, overall, held = self._gains(_counts(classes, self.attribute), info)
+        bound = np.full(gain.shape, self.beta)
+        if self.enhanced:
+            with np.errstate(divide="ignore"):
+                bound = np.minimum(bound, -np.log(np.where(held, overall, 1.0)))
+        return np.asarray((gain <= bound + 1e-12).all(axis=1))
 
     def achieved(
         self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
     ) -> dict[str, float]:
-        inside, overall, held = _shares(_counts(classes, self.attribute)[kept], info, self.name)
-        gain = np.divide(inside - overall, overall, out=np.zeros(inside.shape), where=held)
-        return {"beta": float(np.where(held, gain, 0.0).max(initial=0.0))}
+        gain, _, _ = self._gains(_counts(classes, self.attribute)[kept], info)
+        return {"beta": float(gain.max(initial=0.0))}
 
     def describe(self) -> str:
         kind = "enhanced " if self.enhanced else ""

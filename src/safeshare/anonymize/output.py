@@ -138,11 +138,10 @@ def release_records(
             out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
         else:
             out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
-    named = {*qis, *config.sensitive, *config.transforms}
-    dropped = (
-        set(unnamed_identifiers(config, out.columns))
+    dropped = set(
+        unnamed_identifiers(config, out.columns)
         if config.other_columns == "keep"
-        else {c for c in out.columns if c not in named}
+        else _unnamed(config, out.columns)
     )
     if dropped:
         out = out[[c for c in out.columns if c not in dropped]]
@@ -155,10 +154,14 @@ NAMED_IDENTIFIER = "drop (named like a direct identifier)"
 def unnamed_identifiers(config: AnonymizeConfig, columns: Iterable[object]) -> list[str]:
     """The columns the config names nowhere whose names mark direct identifiers: dropped even
     under ``other_columns: keep`` (``transforms: {name: keep}`` releases one on purpose)."""
+    return [c for c in _unnamed(config, columns) if identifier_by_name(c) is not None]
+
+
+def _unnamed(config: AnonymizeConfig, columns: Iterable[object]) -> list[str]:
+    """The columns the config names nowhere (neither quasi-identifier, sensitive nor
+    transformed)."""
     named = {*config.quasi_identifiers, *config.sensitive, *config.transforms}
-    return [
-        str(c) for c in columns if str(c) not in named and identifier_by_name(str(c)) is not None
-    ]
+    return [str(c) for c in columns if str(c) not in named]
 
 
 def column_account(

@@ -177,17 +177,47 @@ def expected_inverse_sizes(sizes: np.ndarray, estimate: PopulationUniqueness) ->
     return np.where(sizes == 1, alone, np.minimum(1.0 / sizes, pi / sizes))
 
 
+def record_risks(
+    table: Table,
+    columns: Sequence[str],
+    result: ReidentificationResult,
+    population: Table | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per record of ``table``: its class size and its journalist risk, on the terms of
+    ``result`` (its population table, its population model, or the table itself)."""
+    mine, in_sample, in_population = _record_classes(table, list(columns), population)
+    sizes = in_sample[mine]
+    if population is not None:
+        return sizes, 1.0 / np.maximum(in_population[mine], sizes)
+    if result.population is not None:
+        return sizes, expected_inverse_sizes(in_sample, result.population)[mine]
+    return sizes, 1.0 / sizes
+
+
+def _record_classes(
+    sample: Table, columns: list[str], population: Table | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each sample record's class (matched by value across both tables), and each class's
+    size in the sample and in the population."""
+    rows = sample.matrix(columns)
+    if population is not None:
+        rows = np.concatenate([rows, population.matrix(columns)])
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    groups = int(inverse.max()) + 1 if len(inverse) else 0
+    mine = inverse[: len(sample)]
+    in_sample = np.bincount(mine, minlength=groups)
+    in_population = np.bincount(inverse[len(sample) :], minlength=groups)
+    return mine, in_sample, in_population
+
+
 def _paired_sizes(
     sample: Table, population: Table, columns: list[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each sample class's size in the sample and in the population (matched by value)."""
-    rows = np.concatenate([sample.matrix(columns), population.matrix(columns)])
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    in_sample = np.bincount(inverse[: len(sample)])
-    in_population = np.bincount(inverse[len(sample) :], minlength=len(in_sample))
+    _, in_sample, in_population = _record_classes(sample, columns, population)
     present = in_sample > 0
-    return in_sample[present], in_population[: len(in_sample)][present].astype(float)
+    return in_sample[present], in_population[present].astype(float)
 
 
 def _histogram(sizes: np.ndarray) -> dict[str, int]:

@@ -39,7 +39,7 @@ from safeshare.data.table import Table
 from safeshare.errors import InputError
 from safeshare.evaluate.reidentification import (
     ReidentificationResult,
-    expected_inverse_sizes,
+    record_risks,
     reidentification_risk,
 )
 from safeshare.output_folder import check_output
@@ -171,24 +171,12 @@ def _record_risks(
     table: Table, population: Table | None, qis: list[str], risk: ReidentificationResult
 ) -> pd.DataFrame:
     """Per record of ``table``: its row number, class size, prosecutor and journalist risk."""
-    rows = table.matrix(qis)
-    _, inverse, sizes = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    if population is not None:
-        everyone = np.concatenate([rows, population.matrix(qis)])
-        _, joint = np.unique(everyone, axis=0, return_inverse=True)
-        joint = joint.ravel()
-        in_population = np.bincount(joint[len(rows) :], minlength=int(joint.max()) + 1)
-        journalist = 1.0 / np.maximum(in_population[joint[: len(rows)]], sizes[inverse])
-    elif risk.population is not None:
-        journalist = expected_inverse_sizes(sizes, risk.population)[inverse]
-    else:
-        journalist = 1.0 / sizes[inverse]
+    sizes, journalist = record_risks(table, qis, risk, population)
     return pd.DataFrame(
         {
-            "row": np.arange(1, len(rows) + 1),
-            "class_size": sizes[inverse],
-            "prosecutor": np.round(1.0 / sizes[inverse], 6),
+            "row": np.arange(1, len(sizes) + 1),
+            "class_size": sizes,
+            "prosecutor": np.round(1.0 / sizes, 6),
             "journalist": np.round(journalist, 6),
         }
     )
