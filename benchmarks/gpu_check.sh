@@ -11,7 +11,8 @@
 #
 #     bash benchmarks/gpu_check.sh              # OUT=<folder> for the log and the JSON results
 #
-# About 6 minutes on one H200; every step has its own time limit.
+# About 6 minutes on one H200 (the larger case's rounds take about 110 s each); every step
+# has its own time limit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 HERE=.gpu
@@ -49,6 +50,6 @@ timeout 200 python3 benchmarks/lm_throughput.py --device cuda --steps 100 --repe
     --threads 4 --json "$OUT/lm_cuda_256.json"
 
 echo "== throughput: width 512, 8 blocks, context 256, batch 512"
-timeout 200 python3 benchmarks/lm_throughput.py --device cuda --steps 40 --repeats 2 \
+timeout 300 python3 benchmarks/lm_throughput.py --device cuda --steps 40 --repeats 2 \
     --width 512 --layers 8 --heads 8 --context 256 --batch-size 512 --threads 4 \
     --json "$OUT/lm_cuda_512.json"

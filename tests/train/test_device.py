@@ -68,7 +68,10 @@ def test_auto_on_a_cpu_machine_is_the_cpu_run_bit_for_bit():
 @pytest.mark.parametrize("clipping", ["linear-ghost", "ghost", "hooks"])
 def test_a_cuda_run_trains_reproducibly_and_hands_the_model_back_on_the_cpu(clipping):
     table = small_table()
-    kwargs = {"epsilon": 4.0, "epochs": 8, "batch_size": 100, "seed": 0, "accountant": "rdp"}
+    # a learning rate this small problem learns at (the default, 0.002, reaches 77% in 8
+    # epochs on every device: the XOR is not learned yet)
+    kwargs = {"epsilon": 4.0, "epochs": 8, "batch_size": 100, "seed": 0, "accountant": "rdp",
+              "learning_rate": 0.01}  # fmt: skip
     first = train_tabular(table, "y", device="cuda", clipping=clipping, **kwargs)
     again = train_tabular(table, "y", device="cuda", clipping=clipping, **kwargs)
     assert first.card["training"]["device"].startswith("cuda:0 (")
@@ -77,7 +80,10 @@ def test_a_cuda_run_trains_reproducibly_and_hands_the_model_back_on_the_cpu(clip
         # the same batches and noise (the CUDA generator is seeded from the run's seed); some
         # CUDA kernels sum in a varying order, so equal up to float rounding
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
-    assert first.accuracy(table) > 0.9
+    # the CPU run of the same seed learns it too (6 seeds: 100% each); the GPU run draws other
+    # noise, not a noise that harms
+    on_cpu = train_tabular(table, "y", device="cpu", clipping=clipping, **kwargs)
+    assert first.accuracy(table) > 0.9 and on_cpu.accuracy(table) > 0.9
     assert first.card["privacy"]["epsilon"] <= 4.0
 
 
