@@ -13,4 +13,4 @@ def test_the_evaluate_page_runs(capsys):
     for code in blocks:
         exec(compile(code, str(DOC), "exec"), namespace)
     printed = capsys.readouterr().out
-    assert "singling out" in printed and "risk (95% interval" in printed
+    assert "singling out" in printed and "risk (95% family-wise interval" in printed

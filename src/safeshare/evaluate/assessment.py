@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,13 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Column, Domain, Kind, Role
 from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
-from safeshare.evaluate.attack_risk import AttackResult, EvaluationInputError, strongest
+from safeshare.evaluate.attack_risk import (
+    AttackResult,
+    EvaluationInputError,
+    confidence_in_family,
+    family_wise,
+    strongest,
+)
 from safeshare.evaluate.copula import CopulaResult, copula_uniqueness
 from safeshare.evaluate.fidelity import (
     AssociationDifferences,
@@ -92,6 +99,11 @@ class Assessment:
     warnings: tuple[str, ...] = ()
     generalized: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def tests(self) -> int:
+        """How many tests share the 95% family-wise confidence (see :func:`family_size`)."""
+        return family_size(self.attacks, self.membership)
+
     def headline(self) -> dict[str, Any]:
         """The few figures a person reads first."""
         worst = strongest(self.attacks)
@@ -103,6 +115,8 @@ class Assessment:
                 "worst_risk": None if worst is None else worst.risk,
                 "worst_interval": None if worst is None else list(worst.interval),
                 "significant_attacks": [a.name for a in significant],
+                "tests": self.tests,
+                "confidence_of_each_test": confidence_in_family(self.tests),
                 "membership_auc": None if mia is None else mia.auc,
                 "dcr_share_closer_to_train": self.memorization.closer_to_train.value,
                 "reading": (
@@ -191,22 +205,7 @@ def assess(
     memorized = memorization(coded, train, holdout, rng, engine=engine)
 
     progress("attacks", 0.45)
-    n = options.attacks
-    attacks = [
-        singling_out(coded, train, holdout, rng, attacks=n, width=1),
-        singling_out(coded, train, holdout, rng, attacks=n, width=min(3, len(train.columns))),
-    ]
-    if len(train.columns) >= 2:
-        attacks.append(linkability(coded, train, holdout, rng, attacks=n))
-        attacks += [inference(coded, train, holdout, s, rng, attacks=n) for s in secrets]
-    for tolerant in (False, True):
-        attacks.append(
-            linkage(
-                cells, train, holdout, quasi, rng, attacks=n, tolerant=tolerant, auxiliary=auxiliary
-            )
-        )
-    progress("membership inference", 0.7)
-    members = tuple(membership_inference(coded, train, holdout, rng))
+    family = run_attacks(coded, train, holdout, rng, options, cells=cells, auxiliary=auxiliary)
 
     progress("re-identification", 0.8)
     # the population: --population-size, else the owner's records (train + holdout)
@@ -227,7 +226,7 @@ def assess(
         max_records=options.copula_records,
         engine=engine,
     )
-    for attack in attacks:
+    for attack in family.attacks:
         warnings.extend(attack.warnings)
     if quasi_source == NONE_DECLARED:
         warnings.append(
@@ -245,12 +244,85 @@ def assess(
         efficacy=tuple(efficacy),
         detection=found,
         memorization=memorized,
-        attacks=tuple(attacks),
-        membership=members,
+        attacks=family.attacks,
+        membership=family.membership,
         reidentification=reid,
         copula=copula,
         warnings=tuple(warnings),
         generalized={k: v for k, v in cells.generalized.items() if v},
+    )
+
+
+def family_size(attacks: Sequence[AttackResult], membership: Sequence[MembershipResult]) -> int:
+    """The tests whose intervals hold together with 95%: the attacks that could run and the
+    membership scores.  A harmless release is flagged by any of them at most 2.5% of the time.
+    """
+    return sum(1 for a in attacks if a.main.trials) + len(membership)
+
+
+@dataclass(frozen=True)
+class AttackFamily:
+    """Every attack on one release, their intervals holding together with 95% (Bonferroni)."""
+
+    attacks: tuple[AttackResult, ...]
+    membership: tuple[MembershipResult, ...]
+
+    @property
+    def flagged(self) -> list[str]:
+        """The attacks and membership scores whose risk is significant."""
+        attacks = [a.name for a in self.attacks if a.significant]
+        return attacks + [m.name for m in self.membership if m.significant]
+
+
+def run_attacks(
+    release: Table,
+    train: Table,
+    holdout: Table,
+    rng: np.random.Generator,
+    options: EvaluationOptions,
+    *,
+    cells: CellSets | None = None,
+    auxiliary: Table | None = None,
+) -> AttackFamily:
+    """Singling out, linkability, inference, linkage and membership inference on ``release``
+    (``cells``: the release as written, where its values are generalized), as one family.
+
+    >>> import numpy as np
+    >>> from safeshare.data.examples import load_example
+    >>> from safeshare.data import Table
+    >>> frame, schema = load_example("fair")
+    >>> table, _ = Table.from_frame(frame, schema.domain())
+    >>> train, holdout = table.take(np.arange(0, 3000)), table.take(np.arange(3000, 6366))
+    >>> options = EvaluationOptions(attacks=200)
+    >>> copied = run_attacks(train, train, holdout, np.random.default_rng(0), options)
+    >>> copied.flagged[:3]
+    ['singling out (3 columns)', 'linkability', 'inference of affairs']
+    >>> copied.attacks[0].reading        # no value of this survey is held by one record
+    'no attack could be made on this release (nothing to exploit): no measurable risk'
+    >>> copied.attacks[1].family         # the attacks that ran and two membership scores
+    7
+    """
+    cells = cells or from_table(release)
+    quasi, _ = _quasi_identifiers(train.domain, options)
+    n = options.attacks
+    attacks = [
+        singling_out(release, train, holdout, rng, attacks=n, width=1),
+        singling_out(release, train, holdout, rng, attacks=n, width=min(3, len(train.columns))),
+    ]
+    if len(train.columns) >= 2:
+        attacks.append(linkability(release, train, holdout, rng, attacks=n))
+        secrets = _secrets(train.domain, options)
+        attacks += [inference(release, train, holdout, s, rng, attacks=n) for s in secrets]
+    for tolerant in (False, True):
+        attacks.append(
+            linkage(
+                cells, train, holdout, quasi, rng, attacks=n, tolerant=tolerant, auxiliary=auxiliary
+            )
+        )
+    members = membership_inference(release, train, holdout, rng)
+    tests = family_size(attacks, members)
+    return AttackFamily(
+        tuple(family_wise(attacks, tests)), tuple(m.at_family(tests) for m in members)
     )
 
 

@@ -195,11 +195,13 @@ class GowerIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Indices and mean distances of the ``k`` closest references, closest first.
 
-        Ties are broken at random when ``rng`` is given (else by position).
+        Ties are broken at random when ``rng`` is given (else by position), independently for
+        each query: two queries with the same values draw their own neighbours, so that the
+        attacks' trials stay independent (one draw for all would make identical targets
+        succeed or fail together).
         """
         k = min(k, self.size)
         codes = self.encode(queries.matrix(self.columns))
-        jitter = None if rng is None else rng.random(self.size).astype(np.float32) * 0.5
         indices = np.empty((len(codes), k), dtype=np.int64)
         dist = np.empty((len(codes), k), dtype=np.float32)
         step = max(1, _BLOCK_CELLS // max(self.size, 1))
@@ -212,8 +214,8 @@ class GowerIndex:
                 ],
                 axis=1,
             ).astype(np.float32)
-            if jitter is not None:
-                full += jitter
+            if rng is not None:
+                full += rng.random(full.shape, dtype=np.float32) * 0.5
             if k < self.size:
                 part = np.argpartition(full, k - 1, axis=1)[:, :k]
             else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -19,22 +20,34 @@ import numpy as np
 _Z95 = 1.959963984540054
 
 
+def z_of(confidence: float) -> float:
+    """The normal quantile of a two-sided ``confidence`` level (1.96 for 0.95).
+
+    >>> round(z_of(0.95), 3), round(z_of(1 - 0.05 / 8), 3)
+    (1.96, 2.734)
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"a confidence level is between 0 and 1, got {confidence}")
+    return _Z95 if confidence == 0.95 else NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
 @dataclass(frozen=True)
 class Proportion:
-    """A share of trials, with its 95% Wilson score interval."""
+    """A share of trials, with its Wilson score interval (95% unless ``confidence`` says)."""
 
     value: float
     interval: tuple[float, float]
     trials: int
 
     @classmethod
-    def of(cls, successes: float, trials: int) -> Proportion:
+    def of(cls, successes: float, trials: int, confidence: float = 0.95) -> Proportion:
         if trials <= 0:
             return cls(float("nan"), (0.0, 1.0), 0)
         p = successes / trials
-        z2 = _Z95**2
+        z = z_of(confidence)
+        z2 = z**2
         centre = (p + z2 / (2 * trials)) / (1 + z2 / trials)
-        half = _Z95 * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2)) / (1 + z2 / trials)
+        half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2)) / (1 + z2 / trials)
         return cls(p, (max(0.0, centre - half), min(1.0, centre + half)), trials)
 
     def contains(self, x: float) -> bool:

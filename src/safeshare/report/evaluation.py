@@ -88,7 +88,7 @@ def _threats(evaluation: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def risk_chart(rows: Sequence[tuple[str, float, tuple[float, float], bool]]) -> str:
-    """Horizontal bars: each attack's risk with its 95% interval; red where it excludes 0."""
+    """Horizontal bars: each attack's risk with its family-wise interval; red where it excludes 0."""
     figure = plots._figure(6.8, 0.42 * len(rows) + 1.0)
     axes = figure.add_subplot()
     names = [r[0] for r in rows][::-1]
@@ -108,7 +108,9 @@ def risk_chart(rows: Sequence[tuple[str, float, tuple[float, float], bool]]) -> 
     axes.axvline(0, color=_GREY, linewidth=0.8)
     axes.set_yticks(y, names)
     axes.set_xlim(min(-0.05, min(lows, default=0) - 0.02), 1.0)
-    axes.set_xlabel("risk = (success on train - on control) / (1 - on control), 95% interval")
+    axes.set_xlabel(
+        "risk = (success on train - on control) / (1 - on control), 95% family-wise interval"
+    )
     return plots._svg(figure)
 
 

@@ -1,0 +1,137 @@
+"""Calibration under the null: harmless releases are rarely flagged, by any one attack or all.
+
+A release made of other records of the population tells nothing about which records are the
+training ones, so train and control are exchangeable: every attack's 95% interval must miss 0
+in about 2.5% of re-splits, and the family of them (intervals widened together, Bonferroni)
+in at most 2.5% of re-splits together.
+"""
+
+import numpy as np
+import pytest
+
+from safeshare.data import Column, Domain, Kind, Table
+from safeshare.data.examples import load_example
+from safeshare.evaluate.assessment import EvaluationOptions, run_attacks
+from safeshare.evaluate.attack_risk import attack_risk, confidence_in_family, family_wise
+from safeshare.evaluate.membership import auc_score, delong_standard_error
+from safeshare.evaluate.neighbors import GowerIndex
+from safeshare.evaluate.singling_out import EQ, LE, _univariate_predicates, singling_out
+
+
+@pytest.fixture(scope="module")
+def survey() -> Table:
+    """The RAND health survey that ships with statsmodels: few distinct values, many ties."""
+    frame, schema = load_example("randhie")
+    table, _ = Table.from_frame(frame, schema.domain())
+    return table.take(np.random.default_rng(0).permutation(len(table)))
+
+
+def test_independent_releases_are_flagged_at_most_at_the_nominal_rate(survey):
+    rows, resplits = 1200, 40
+    release, pool = survey.take(np.arange(rows)), survey.take(np.arange(rows, 3 * rows))
+    options = EvaluationOptions(attacks=200)
+    flagged, alone = 0, 0
+    for seed in range(resplits):
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(2 * rows)
+        train, control = pool.take(np.sort(order[:rows])), pool.take(np.sort(order[rows:]))
+        family = run_attacks(release, train, control, rng, options)
+        flagged += bool(family.flagged)
+        alone += sum(a.at_family(1).significant for a in family.attacks)
+    # the family: 2.5% expected, so 3 of 40 would be a 1-in-70 chance; each test alone: 2.5%
+    # of 7 x 40 = 7 expected
+    assert flagged <= 2
+    assert alone <= 14
+    copied = run_attacks(train, train, control, rng, options).flagged
+    # the power stays: a copy is flagged (linkage and linkability find little on a survey
+    # where many people share every value)
+    expected = {"singling out (3 columns)", "inference of mdvis"}
+    assert expected | {"membership: distance to closest record"} <= set(copied)
+
+
+def test_family_wise_intervals_hold_together_under_the_null():
+    rng = np.random.default_rng(1)
+    draws, family = 4000, 8
+    main, control = rng.binomial(500, 0.3, draws), rng.binomial(500, 0.3, draws)
+    alone = [
+        attack_risk("a", "t", main=m, control=c, baseline=0, attacks=500)
+        for m, c in zip(main, control, strict=True)
+    ]
+    together = family_wise(alone, family)
+    share_alone = np.mean([r.significant for r in alone])
+    share_family = np.mean([r.significant for r in together])
+    assert 0.015 < share_alone < 0.035  # one-sided 2.5%
+    assert share_family < 0.025 / family * 2.5
+    assert together[0].confidence == confidence_in_family(family) == 1 - 0.05 / family
+    assert "family-wise" in together[0].reading and "95% interval" in alone[0].reading
+
+
+def test_a_single_test_is_left_alone_and_no_attack_counts_for_nothing():
+    ran = attack_risk("a", "t", main=30, control=10, baseline=5, attacks=100)
+    empty = attack_risk("b", "t", main=0, control=0, baseline=0, attacks=0)
+    widened = family_wise([ran, empty])
+    assert [r.family for r in widened] == [1, 1]  # only one of the two could run
+    assert widened[0].interval == ran.interval
+
+
+def test_over_dispersed_predicates_widen_the_singling_out_interval():
+    """Columns with few values: predicates crowd into the same cells and succeed together."""
+    domain = Domain(tuple(Column(c, Kind.CATEGORICAL, categories=tuple("abc")) for c in "uvwxy"))
+    rng = np.random.default_rng(0)
+
+    def draw(rows: int) -> Table:
+        skew = [0.9, 0.08, 0.02]
+        return Table({c: rng.choice(3, rows, p=skew) for c in domain.names}, domain)
+
+    result = singling_out(draw(800), draw(800), draw(800), np.random.default_rng(1), attacks=200)
+    assert result.overdispersion > 1.5
+    assert result.details["overdispersion"] == result.overdispersion
+    binomial = attack_risk(
+        "same counts", "t",
+        main=round(result.main.value * result.main.trials),
+        control=round(result.control.value * result.control.trials),
+        baseline=0, attacks=result.main.trials,
+    )  # fmt: skip
+    excess = result.details["excess"]["interval"]
+    assert (
+        excess[1] - excess[0]
+        > binomial.details["excess"]["interval"][1] - binomial.details["excess"]["interval"][0]
+    )
+
+
+def test_univariate_singling_out_writes_every_predicate_that_singles_out_a_record():
+    domain = Domain(
+        (
+            Column("code", Kind.CATEGORICAL, categories=tuple("abcd")),
+            Column("age", Kind.NUMERIC, edges=tuple(range(0, 101, 10)), integer=True),
+        )
+    )
+    # code: 'c' and 'd' held by one record each; age: bins 0 (lowest, once), 3 (once), 9 (twice)
+    release = Table(
+        {"code": np.array([0, 0, 1, 1, 2, 3]), "age": np.array([0, 3, 5, 5, 9, 9])}, domain
+    )
+    found = _univariate_predicates(release, 100, np.random.default_rng(0))
+    written = sorted(
+        zip(found.columns[:, 0], found.operators[:, 0], found.values[:, 0], strict=True)
+    )
+    assert written == sorted([(0, EQ, 2), (0, EQ, 3), (1, EQ, 0), (1, EQ, 3), (1, LE, 0)])
+    assert len(_univariate_predicates(release, 2, np.random.default_rng(0))) == 2
+
+
+def test_identical_queries_break_their_ties_on_their_own():
+    domain = Domain((Column("x", Kind.CATEGORICAL, categories=tuple("ab")),))
+    reference = Table({"x": np.zeros(50, dtype=np.int64)}, domain)
+    queries = Table({"x": np.zeros(200, dtype=np.int64)}, domain)
+    nearest, _ = GowerIndex(reference).kneighbors(queries, 1, np.random.default_rng(0))
+    assert len(np.unique(nearest[:, 0])) > 40  # one shared draw would give one neighbour
+
+
+def test_delong_error_matches_the_bootstrap():
+    rng = np.random.default_rng(2)
+    labels = np.r_[np.ones(400, dtype=bool), np.zeros(400, dtype=bool)]
+    scores = np.r_[rng.normal(0.4, 1, 400), rng.normal(0, 1, 400)].round(1)  # with ties
+    boot = []
+    for _ in range(400):
+        rows = np.r_[rng.choice(400, 400), 400 + rng.choice(400, 400)]
+        boot.append(auc_score(scores[rows], labels[rows]))
+    assert delong_standard_error(scores, labels) == pytest.approx(np.std(boot), rel=0.15)
