@@ -31,11 +31,13 @@ def test_tabular_pe_from_the_command_line(tmp_path: Path, fair_csv: Path, capsys
     argv = ["synthesize", fair_csv, "--schema", FAIR_SCHEMA, "--method", "pe", "--epsilon", "1"]
     argv += ["--iterations", "2", "--samples", "150", "--seed", "0", "--out", tmp_path / "out"]
     argv += ["--holdout-fraction", "0", "--lookahead", "1", "--neighbour-search", "numpy"]
+    argv += ["--selection", "rank", "--offspring", "3"]
     code, out, err = run([*argv, "--ledger", tmp_path / "ledger.sqlite"], capsys)
     assert code == 0, err
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card["method"] == "pe" and card["model"]["iterations"] == 2
     assert card["model"]["lookahead"] == 1 and card["model"]["neighbour_search"] == "numpy"
+    assert card["model"]["selection"] == "rank" and card["model"]["offspring"] == 3
     assert "TVD" in out and "far below AIM" in " ".join(err.split())
     assert "far below AIM" in (tmp_path / "out" / "report.html").read_text()
 
@@ -71,6 +73,9 @@ def test_a_missing_faiss_is_refused_before_any_spend(
     ("extra", "message"),
     [
         (["--iterations", "3"], "apply to --method pe only"),
+        (["--selection", "rank"], "apply to --method pe only"),
+        (["--method", "pe", "--selection", "rank", "--offspring", "1"], "at least 2"),
+        (["--method", "pe", "--offspring", "2"], "needs rank selection"),
         (["--text-column", "text"], "--text-column needs --method pe"),
         (["--method", "pe", "--text-column", "t", "--api", "openai-compatible"], "--base-url"),
         (["--method", "pe", "--text-column", "t", "--api", "local"], "--model PATH"),

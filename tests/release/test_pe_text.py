@@ -162,6 +162,14 @@ def test_bad_settings_fail_before_any_spend(tmp_path: Path) -> None:
         ({"text_column": "text", "backend": TextBackend("gpt")}, InputError, "unknown --api"),
         ({"text_column": "text", "label_names": {"1": "a"}}, InputError, "needs --label-column"),
         ({"text_column": "text", "samples": 500}, BudgetError, "use --samples"),
+        ({"text_column": "text", "selection": "best"}, InputError, "'rank' or 'sample'"),
+        ({"text_column": "text", "selection": "rank", "offspring": 1}, InputError, "at least 2"),
+        ({"text_column": "text", "offspring": 3}, InputError, "needs rank selection"),
+        (
+            {"text_column": "text", "backend": TextBackend("word", prompts=Path("p.txt"))},
+            InputError,
+            "--prompts applies to --api openai-compatible and local",
+        ),
     ]
     for options, kind, message in cases:
         with pytest.raises(kind, match=message):

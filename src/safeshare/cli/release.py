@@ -109,6 +109,17 @@ class ReleaseArguments:
         "install 'safeshare[faiss]'); all give the same neighbours.",
         default=None,
     )
+    selection: str | None = option(
+        help="pe: how the next population is made from the votes: sample (PE, the default: "
+        "parents drawn by their votes, each varied once) or rank (Aug-PE: the most voted kept "
+        "and varied).",
+        default=None,
+    )
+    offspring: int | None = option(
+        help="pe, --selection rank: samples each selected sample gives the next population, "
+        "itself and its variations (Aug-PE's L; default 4).",
+        default=None,
+    )
     text_column: str | None = option(
         help="pe: synthesize this text column (text PE) instead of the table.", default=None
     )
@@ -137,6 +148,12 @@ class ReleaseArguments:
     max_new_tokens: int = option(help="pe text: longest reply, in tokens.", default=64)
     vocabulary: Path | None = option(
         help="pe text: a public vocabulary file (templates, words; default: reviews).", default=None
+    )
+    prompts: Path | None = option(
+        help="pe text, openai-compatible or local: a prompt file of your own (sections "
+        "[random.system], [random.user], [vary.system], [vary.user]; default: the bundled "
+        "aug_pe.txt).",
+        default=None,
     )
     force: bool = force_option()
     quiet: bool = quiet_option()
@@ -233,6 +250,8 @@ def _pe_options(given: ReleaseArguments) -> dict[str, object]:
         "--checkpoint": ("checkpoint", given.checkpoint),
         "--lookahead": ("lookahead", given.lookahead),
         "--neighbour-search": ("neighbour_search", given.neighbour_search),
+        "--selection": ("selection", given.selection),
+        "--offspring": ("offspring", given.offspring),
     }
     used = {flag: named for flag, named in flags.items() if named[1] is not None}
     if used and given.method != "pe":

@@ -68,6 +68,7 @@ from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
+from safeshare.synth.pe.histogram import samples_per_parent
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.synthesizer import TabularPE
 
@@ -143,6 +144,9 @@ class SynthesisSettings:
             )
         if self.rows is not None and self.rows < 1:
             raise InputError(f"rows must be at least 1, got {self.rows}")
+        if self.method == "pe":
+            options = self.pe_options
+            samples_per_parent(options.get("selection", "sample"), options.get("offspring"))
 
 
 def release(

@@ -56,6 +56,7 @@ from safeshare.release.resume import save_results
 from safeshare.report.text import build_text_card, render_text_report
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.evolution import PrivateEvolution
+from safeshare.synth.pe.histogram import samples_per_parent
 from safeshare.synth.pe.labels import LabelledEvolution
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.text import MiniLMEmbedder
@@ -144,8 +145,10 @@ class TextSynthesisSettings:
 
     ``label_names`` are the labels' public names (value -> name; without them the labels are
     found with DP).  ``samples``: texts per iteration (default by API: 400 for ``word``, 100
-    for a model).  ``rows``: texts to write (default: the final population).  ``checkpoint``
-    keeps finished iterations and the spend's receipt, so a run the model server stops
+    for a model).  ``selection`` and ``offspring``: how each next population is made from the
+    votes (PE's ``sample`` or Aug-PE's ``rank``; :func:`~safeshare.synth.pe.histogram.select`).
+    ``rows``: texts to write (default: the final population).  ``checkpoint`` keeps finished
+    iterations and the spend's receipt, so a run the model server stops
     resumes without paying again; ``resume_command`` is the command the error then names.
     ``embedder`` is the space PE votes in (default MiniLM); ``evaluate=False`` skips the
     data owner's (not DP) utility and copy measures.
@@ -168,6 +171,8 @@ class TextSynthesisSettings:
     samples: int | None = None
     lookahead: int = 0
     neighbour_search: str = "auto"
+    selection: str = "sample"
+    offspring: int | None = None
     holdout_fraction: float = 0.2
     rows: int | None = None
     checkpoint: Path | None = None
@@ -194,6 +199,7 @@ class TextSynthesisSettings:
         check_epsilon(self.epsilon)
         check_delta(self.delta)
         check_search(self.neighbour_search)
+        samples_per_parent(self.selection, self.offspring)
         for name, value in (
             ("iterations", self.iterations),
             ("samples", self.samples),
@@ -390,6 +396,8 @@ def _plan(
         "samples_per_iteration": settings.samples_per_iteration,
         "lookahead": settings.lookahead,
         "neighbour_search": settings.neighbour_search,
+        "selection": settings.selection,
+        "offspring": settings.offspring,
         "rng": noise,
     }
     evolution = _Evolutions(settings, embed, options, report)

@@ -55,6 +55,51 @@ def test_evolution_moves_towards_the_private_data(fair_table) -> None:
     assert model.population_.iteration == 5 and model.population_.measured
 
 
+class _Line:
+    """A random API on the line: draws from N(0, 5), variations move by N(0, 3 x degree)."""
+
+    def random(self, n, rng):
+        return pd.DataFrame({"x": rng.normal(0.0, 5.0, n)})
+
+    def vary(self, samples, degree, rng):
+        return samples + rng.normal(0.0, 3.0 * degree, samples.shape)
+
+    def embed(self, samples):
+        return samples[["x"]].to_numpy()
+
+
+@pytest.mark.parametrize("selection", ["sample", "rank"])
+def test_the_votes_move_the_population(selection) -> None:
+    """Private records at 6 and a start centred on 0: the votes, not the start, decide where
+    the population ends; with the records at -6 it ends there instead."""
+    ends = {}
+    for centre in (6.0, -6.0):
+        private = pd.DataFrame({"x": np.random.default_rng(1).normal(centre, 0.5, 2000)})
+        model = PrivateEvolution(
+            _Line(), _Line(), epsilon=4.0, delta=1e-6, iterations=6, samples_per_iteration=200,
+            selection=selection, rng=3,
+        ).fit(private)  # fmt: skip
+        ends[centre] = model.sample(2000)["x"]
+    assert abs(ends[6.0].mean() - 6.0) < 1.0 and abs(ends[-6.0].mean() + 6.0) < 1.0
+    assert ends[6.0].std() < 2.0  # the start's spread was 5
+
+
+def test_rank_selection_keeps_the_selected_samples(fair_table) -> None:
+    history = []
+    model = _model(
+        fair_table.domain, selection="rank", offspring=3, iterations=3,
+        callbacks=[lambda info: history.append(info.population)],
+    ).fit(fair_table)  # fmt: skip
+    last = model.population_
+    assert len(last) == 300 and len(np.unique(last.parents)) == 100
+    parent = history[-2]  # the measured population the last one came from
+    kept = last.samples.iloc[:100].reset_index(drop=True)  # the kept first, then variations
+    assert kept.equals(parent.samples.iloc[last.parents[:100]].reset_index(drop=True))
+    top = np.argsort(-parent.votes, kind="stable")[:100]
+    assert parent.votes[last.parents[:100]].min() >= parent.votes[top].min()
+    assert model.describe()["offspring"] == 3 and model.describe()["keep_selected"]
+
+
 def test_resume_after_an_interruption_gives_the_same_population(fair_table, tmp_path) -> None:
     domain = fair_table.domain
     whole = _model(domain, checkpoint=tmp_path / "whole").fit(fair_table)

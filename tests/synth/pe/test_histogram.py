@@ -31,9 +31,9 @@ def test_one_record_moves_the_votes_by_at_most_one(fair_table, k: int) -> None:
 def test_noise_has_scale_sigma_and_no_bias() -> None:
     private = np.repeat(np.array([[0.0], [10.0]]), [40, 60], axis=0)
     synthetic = np.array([[0.0], [10.0], [20.0]])
-    histogram = NearestNeighbourHistogram(sigma=3.0, k=1, threshold=-1e9)  # keep negatives
+    histogram = NearestNeighbourHistogram(sigma=3.0, k=1)
     rand = Randomness(5)
-    draws = np.array([histogram.release(private, synthetic, rand) for _ in range(400)])
+    draws = np.array([histogram.noisy(private, synthetic, rand) for _ in range(400)])
     assert draws.mean(axis=0) == pytest.approx([40, 60, 0], abs=0.6)  # 4.5 standard errors
     assert draws.std(axis=0) == pytest.approx([3.0] * 3, rel=0.12)
     assert stats.normaltest(draws[:, 0] - 40).pvalue > 1e-4
@@ -49,6 +49,9 @@ def test_k_neighbours_share_a_unit_vote_and_threshold_zeroes() -> None:
     assert np.linalg.norm(votes) == pytest.approx(1.0)
     high = NearestNeighbourHistogram(sigma=1e-6, k=4, threshold=0.6)
     assert high.release(private, synthetic, Randomness(0)).tolist() == [0.0] * 4
+    # PE's threshold subtracts H: max(h - H, 0), so a vote just above H keeps only its excess
+    low = NearestNeighbourHistogram(sigma=1e-6, k=4, threshold=0.2)
+    assert low.release(private, synthetic, Randomness(0)) == pytest.approx([0.3] * 4)
     assert high.event.rho == pytest.approx(1 / (2 * 1e-12))
 
 
@@ -66,15 +69,36 @@ def test_nearest_agrees_across_methods() -> None:
 
 def test_selection_by_sampling_follows_the_votes() -> None:
     votes = np.array([10.0, 30.0, 60.0, -5.0])
-    rows = select(votes, 20_000, "sample", np.random.default_rng(4))
+    rows = select(votes, 20_000, "sample", np.random.default_rng(4)).rows
     observed = np.bincount(rows, minlength=4)
     assert observed[3] == 0
     assert stats.chisquare(observed[:3], 20_000 * np.array([0.1, 0.3, 0.6])).pvalue > 1e-4
 
 
-def test_selection_by_rank_and_systematic_draws() -> None:
+def test_selection_by_rank_keeps_the_most_voted_and_varies_them() -> None:
+    votes = np.array([1.0, 5.0, 3.0, 0.0, 4.0, 2.0])
+    rng = np.random.default_rng(0)
+    chosen = select(votes, 6, "rank", rng, offspring=3)
+    assert chosen.rows.tolist() == [1, 1, 1, 4, 4, 4]  # the top 6/3 = 2, three samples each
+    assert chosen.kept.tolist() == [True, False, False, True, False, False]
+    assert chosen.varied.tolist() == [1, 1, 4, 4]
+    every = select(votes, 6, "rank", rng, offspring=2, keep=False)
+    assert every.rows.tolist() == [1, 1, 4, 4, 2, 2] and not every.kept.any()
+    assert select(votes, 5, "rank", rng, offspring=2).rows.tolist() == [1, 1, 4, 4, 2]
+    # a constant population selects: n of n samples would be every sample, so L >= 2
+    with pytest.raises(InputError, match="at least 2 for rank selection"):
+        select(votes, 6, "rank", rng, offspring=1)
+    # ties in random order: no sample wins by its position
+    zeros = np.zeros(10)
+    tied = [
+        select(zeros, 2, "rank", np.random.default_rng(s), offspring=2).rows[0] for s in range(200)
+    ]
+    assert stats.chisquare(np.bincount(tied, minlength=10)).pvalue > 1e-4
+
+
+def test_selection_by_sampling_varies_every_draw_and_systematic_draws() -> None:
     votes = np.array([1.0, 5.0, 3.0])
-    assert select(votes, 5, "rank", np.random.default_rng(0)).tolist() == [1, 2, 0, 1, 2]
+    assert not select(votes, 5, "sample", np.random.default_rng(0)).kept.any()
     rows = systematic(np.array([1.0, 0.0, 3.0]), 1000, np.random.default_rng(0))
     assert np.bincount(rows, minlength=3).tolist() == [250, 0, 750]
     with pytest.raises(InputError, match="selection"):

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from safeshare.errors import InputError, ModelAPIError
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.backends import TextBackend
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, load_prompts
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -130,3 +131,53 @@ def test_unreachable_server_stops_with_a_resumable_message() -> None:
         chat.chat([{"role": "user", "content": "x"}])
     with pytest.raises(InputError, match="concurrency"):
         ChatClient("http://127.0.0.1:1/v1", "tiny", concurrency=0)
+
+
+PROMPTS = """# a prompt file of a user's own
+[random.system]
+You write hotel reviews.
+[random.user]
+Write one short {label} hotel review about {keywords}.
+[vary.system]
+You rewrite hotel reviews.
+[vary.user]
+Fill each blank "_" of this {label} hotel review:
+{masked}
+"""
+
+
+def test_a_prompt_file_of_ones_own_reaches_the_server(server, tmp_path) -> None:
+    path = tmp_path / "hotels.txt"
+    path.write_text(PROMPTS, encoding="utf-8")
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    backend = TextBackend(
+        "openai-compatible", base_url=url, model="tiny", api_key_env="TEST_LLM_KEY", prompts=path
+    )
+    backend.check()
+    api = backend.build().for_label("positive")
+    api.random(2, np.random.default_rng(0))
+    api.vary(pd.DataFrame({"text": ["the room was cold"]}), 0.5, np.random.default_rng(1))
+    bodies = server.state["bodies"]  # type: ignore[attr-defined]
+    assert bodies[0]["messages"][0]["content"] == "You write hotel reviews."
+    assert bodies[0]["messages"][1]["content"].startswith("Write one short positive hotel review")
+    varied = bodies[-1]["messages"][1]["content"].splitlines()
+    assert varied[0].endswith("positive hotel review:") and varied[1].count("_") == 2
+    assert backend.describe()["prompts"] == str(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("{masked}", "the text"), r"\[vary.user\] must contain \{masked\}"),
+        (lambda t: t.replace("{keywords}", "{topic}"), r"uses \{topic\}; it may use only"),
+        (lambda t: t.replace("[vary.system]", "[vary.sys]"), r"no \[vary.system\] section"),
+        (lambda t: t.replace("{label} hotel", "{label hotel", 1), "not a valid template"),
+    ],
+)
+def test_a_prompt_file_without_its_placeholders_is_refused(tmp_path, edit, message) -> None:
+    path = tmp_path / "prompts.txt"
+    path.write_text(edit(PROMPTS), encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        load_prompts(path)
+    with pytest.raises(InputError, match="no such file"):
+        load_prompts(tmp_path / "missing.txt")

@@ -33,7 +33,7 @@ from typing import Any
 
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, load_prompts
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
 BACKENDS = ("word", "openai-compatible", "local")
@@ -55,6 +55,7 @@ class TextBackend:
     batch_size: int = 8
     threads: int | None = None
     vocabulary: str | Path | None = None
+    prompts: str | Path | None = None
     column: str = "text"
     apis: list[Any] = field(default_factory=list, repr=False)  # every API built, for failures
     notes: list[str] = field(default_factory=list, repr=False)
@@ -78,6 +79,15 @@ class TextBackend:
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1, got {self.max_new_tokens}")
         self._vocabulary()  # a bad vocabulary file fails here, before the spend
+        if self.prompts is not None and self.kind == "word":
+            raise InputError(
+                "--prompts applies to --api openai-compatible and local (the word API writes "
+                "from the vocabulary's templates); give --vocabulary instead"
+            )
+        self._prompts()  # a prompt file without its placeholders fails here too
+
+    def _prompts(self) -> dict[str, str]:
+        return load_prompts(Path(self.prompts) if self.prompts is not None else "aug_pe")
 
     def _vocabulary(self) -> Vocabulary:
         if self.vocabulary is None:
@@ -101,7 +111,9 @@ class TextBackend:
                 backoff=self.backoff,
                 max_tokens=self.max_new_tokens,
             )
-            api = LLMTextAPI(client, vocabulary=vocabulary, column=self.column)
+            api = LLMTextAPI(
+                client, vocabulary=vocabulary, prompts=self._prompts(), column=self.column
+            )
         else:
             chat = LocalChat(
                 str(self.model),
@@ -109,7 +121,9 @@ class TextBackend:
                 batch_size=self.batch_size,
                 threads=self.threads,
             )
-            api = LLMTextAPI(chat, vocabulary=vocabulary, column=self.column)
+            api = LLMTextAPI(
+                chat, vocabulary=vocabulary, prompts=self._prompts(), column=self.column
+            )
         return _Tracked(api, self.apis, vocabulary, self.notes)
 
     def failures(self) -> int:
@@ -127,7 +141,8 @@ class TextBackend:
             else "loaded from a local path"
         )
         return [
-            f"the prompts of {PROMPTS} (RANDOM and VARIATION), with keywords from {vocabulary}",
+            f"the prompts of {self.describe()['prompts']} (RANDOM and VARIATION), with keywords "
+            f"from {vocabulary}",
             f"the language model {self.describe()['model']!r}, {where}; it saw prompts and "
             "synthetic texts only",
         ]
@@ -143,7 +158,7 @@ class TextBackend:
         if self.kind == "word":
             out["prompts"] = "templates and word lists of the vocabulary (no language model)"
             return out
-        out["prompts"] = PROMPTS
+        out["prompts"] = PROMPTS if self.prompts is None else str(self.prompts)
         out["model"] = self.model if self.kind != "local" else Path(str(self.model)).name
         out["max_new_tokens"] = self.max_new_tokens
         if self.kind == "openai-compatible":

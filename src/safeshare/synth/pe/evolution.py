@@ -49,7 +49,14 @@ from safeshare.errors import BudgetError, InputError, NotFittedError, RefitError
 from safeshare.synth.pe.accounting import histogram_events, noise_from_rho, noise_multiplier
 from safeshare.synth.pe.api import Embedder, RandomAPI, VariationAPI
 from safeshare.synth.pe.checkpoint import Checkpoint
-from safeshare.synth.pe.histogram import NearestNeighbourHistogram, Selection, select, systematic
+from safeshare.synth.pe.histogram import (
+    Choice,
+    NearestNeighbourHistogram,
+    Selection,
+    samples_per_parent,
+    select,
+    systematic,
+)
 from safeshare.synth.pe.lookahead import check_lookahead, lookahead_degrees, lookahead_embedding
 from safeshare.synth.pe.neighbors import Search, check_search
 from safeshare.synth.pe.population import Population
@@ -78,7 +85,11 @@ class PrivateEvolution:
     record (k).  ``neighbour_search``: the neighbour search, ``"auto"`` (the default), ``"numpy"``
     or ``"faiss"`` (the ``faiss`` extra); all find the same neighbours, so the votes and
     a seeded run's population do not depend on it (:mod:`safeshare.synth.pe.neighbors`).
-    ``threshold``: votes below it count 0.  ``lookahead``: vote on the mean
+    ``threshold``: subtracted from every vote, what falls below 0 counting 0 (``max(h - H,
+    0)``).  ``selection``: ``"sample"`` (PE: the next population's parents drawn in
+    proportion to the votes, each varied once) or ``"rank"`` (Aug-PE: the ``n / offspring``
+    most voted, each kept unchanged when ``keep_selected`` and varied into the rest of its
+    ``offspring`` samples; ``offspring`` defaults to 4).  ``lookahead``: vote on the mean
     embedding of that many variations of each sample (0, the default, votes on the samples
     themselves; see :mod:`safeshare.synth.pe.lookahead`).  ``checkpoint``: a folder to
     save each step into and resume from.  ``rng=None`` draws secure noise; an int makes
@@ -99,6 +110,8 @@ class PrivateEvolution:
         neighbours: int = 1,
         threshold: float = 0.0,
         selection: Selection = "sample",
+        offspring: int | None = None,
+        keep_selected: bool = True,
         lookahead: int = 0,
         neighbour_search: Search = "auto",
         checkpoint: str | Path | None = None,
@@ -117,6 +130,8 @@ class PrivateEvolution:
         self.neighbours = neighbours
         self.threshold = threshold
         self.selection = selection
+        self.offspring = offspring
+        self.keep_selected = keep_selected
         self.lookahead = lookahead
         self.neighbour_search = neighbour_search
         self.checkpoint = checkpoint
@@ -204,8 +219,7 @@ class PrivateEvolution:
             raise InputError("api must have random(n, rng) and vary(samples, degree, rng)")
         sigma, sizes, degrees = self.noise_scale(), self.schedule(), self.degrees()
         histogram = NearestNeighbourHistogram(sigma, self.neighbours, self.threshold, search=search)
-        if self.selection not in ("rank", "sample"):
-            raise InputError(f"selection must be 'rank' or 'sample', not {self.selection!r}")
+        offspring = self.samples_per_parent()
         if len(frame) == 0:
             raise InputError("cannot fit PrivateEvolution on an empty table")
         self.check_useful(len(frame))
@@ -252,10 +266,11 @@ class PrivateEvolution:
             if t >= self.iterations:
                 break
             rng = streams[t].generator()
-            parents = select(population.weights(), sizes[t], self.selection, rng)
-            chosen = population.samples.iloc[parents].reset_index(drop=True)
-            varied = self._checked(api.vary(chosen, degrees[t - 1], rng), sizes[t])
-            population = population.offspring(varied, parents)
+            choice = select(
+                population.weights(), sizes[t], self.selection, rng,
+                offspring=offspring, keep=self.keep_selected,
+            )  # fmt: skip
+            population = self._next(population, choice, api.vary, degrees[t - 1], rng)
             if store is not None:
                 store.save(population)
         report("done", 1.0)
@@ -285,6 +300,11 @@ class PrivateEvolution:
             return frame
         return Table({c: frame[c].to_numpy() for c in self.domain_.names}, self.domain_)
 
+    def samples_per_parent(self) -> int:
+        """How many samples each selected sample gives the next population: 1 for
+        ``sample``; ``offspring`` (default 4, at least 2) for ``rank``."""
+        return samples_per_parent(self.selection, self.offspring)
+
     def describe(self) -> dict[str, Any]:
         """Parameters and what was public, for the privacy card."""
         sigma = self.noise_scale()
@@ -300,6 +320,7 @@ class PrivateEvolution:
             "neighbours": self.neighbours,
             "threshold": self.threshold,
             "selection": self.selection,
+            **self._rank_settings(),
             "lookahead": self.lookahead,
             "neighbour_search": self.neighbour_search,
             "public": ["the random and variation APIs and their inputs", "the embedder"],
@@ -351,6 +372,33 @@ class PrivateEvolution:
             raise InputError(f"the embedder returned NaN or infinite values for {what}")
         return vectors
 
+    def _rank_settings(self) -> dict[str, Any]:
+        if self.selection != "rank":
+            return {}
+        return {"offspring": self.samples_per_parent(), "keep_selected": self.keep_selected}
+
+    def _next(
+        self,
+        population: Population,
+        choice: Choice,
+        vary: Callable[[pd.DataFrame, float, np.random.Generator], pd.DataFrame],
+        degree: float,
+        rng: np.random.Generator,
+    ) -> Population:
+        """The next population: the kept samples as they are, then the variations."""
+        varied_rows = choice.varied
+        chosen = population.samples.iloc[varied_rows].reset_index(drop=True)
+        varied = (
+            self._checked(vary(chosen, degree, rng), len(varied_rows)) if len(chosen) else chosen
+        )
+        kept_rows = choice.rows[choice.kept]
+        if not len(kept_rows):
+            return population.offspring(varied, varied_rows)
+        kept = population.samples.iloc[kept_rows]
+        return population.offspring(
+            pd.concat([kept, varied], ignore_index=True), np.concatenate([kept_rows, varied_rows])
+        )
+
     @staticmethod
     def _checked(samples: pd.DataFrame, n: int) -> pd.DataFrame:
         if not isinstance(samples, pd.DataFrame) or len(samples) != n:
@@ -370,6 +418,7 @@ class PrivateEvolution:
             "threshold": self.threshold,
             "selection": self.selection,
             "secure_noise": secure,
+            **self._rank_settings(),  # absent for sample, so earlier checkpoints resume
         }
         if self.lookahead:  # absent when off, so checkpoints written before lookahead resume
             settings["lookahead"] = self.lookahead

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import os
+import string
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,21 +43,79 @@ from safeshare.synth.pe.words import Vocabulary, WordAPI
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 
-def load_prompts(name: str = "aug_pe") -> dict[str, str]:
-    """The ``[section]`` texts of ``safeshare/synth/pe/prompts/<name>.txt``."""
-    file = resources.files("safeshare.synth.pe") / "prompts" / f"{name}.txt"
-    if not file.is_file():
-        raise InputError(f"no bundled prompt file {name!r} in safeshare/synth/pe/prompts/")
+PLACEHOLDERS = {
+    "random.system": frozenset(),
+    "random.user": frozenset({"label", "keywords"}),
+    "vary.system": frozenset(),
+    "vary.user": frozenset({"label", "masked"}),
+}
+"""Each prompt section and the placeholders it may use; ``vary.user`` must use ``{masked}``."""
+
+
+def load_prompts(source: str | Path = "aug_pe") -> dict[str, str]:
+    """The ``[section]`` texts of a prompt file: a bundled one by name
+    (``safeshare/synth/pe/prompts/<name>.txt``) or a file of yours, checked by
+    :func:`check_prompts`."""
+    if isinstance(source, Path) or source.endswith(".txt") or "/" in source:
+        file: Any = Path(source)
+        where = str(source)
+        if not file.is_file():
+            raise InputError(f"--prompts {where}: no such file; give a prompt file (UTF-8)")
+    else:
+        file = resources.files("safeshare.synth.pe") / "prompts" / f"{source}.txt"
+        where = f"safeshare/synth/pe/prompts/{source}.txt"
+        if not file.is_file():
+            raise InputError(f"no bundled prompt file {source!r} in safeshare/synth/pe/prompts/")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        raise InputError(f"--prompts {where}: not a UTF-8 text file") from None
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in file.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if line.startswith("#") or (current is None and not line.strip()):
             continue
         if line.startswith("[") and line.strip().endswith("]"):
             current = sections.setdefault(line.strip()[1:-1], [])
         elif current is not None:
             current.append(line)
-    return {k: "\n".join(v).strip() for k, v in sections.items()}
+    prompts = {k: "\n".join(v).strip() for k, v in sections.items()}
+    check_prompts(prompts, where)
+    return prompts
+
+
+def check_prompts(prompts: dict[str, str], where: str = "the prompts") -> None:
+    """Refuse prompts that lack a section, name an unknown placeholder or leave ``{masked}``
+    out of ``vary.user`` (the model would never see the text it varies).
+
+    >>> check_prompts({"random.system": "", "random.user": "Write {topic}.",
+    ...                "vary.system": "", "vary.user": "Fill: {masked}"}, "p.txt")
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: p.txt: [random.user] uses {topic}; it may use only {keywords}, {label}
+    """
+    missing = [name for name in PLACEHOLDERS if name not in prompts]
+    if missing:
+        raise InputError(
+            f"{where}: no [{'], ['.join(missing)}] section; a prompt file has the sections "
+            f"{', '.join(f'[{n}]' for n in PLACEHOLDERS)}"
+        )
+    used: dict[str, set[str]] = {}
+    for name, allowed in PLACEHOLDERS.items():
+        try:
+            parsed = string.Formatter().parse(prompts[name])
+            used[name] = {field for _, field, _, _ in parsed if field is not None}
+        except ValueError as error:
+            raise InputError(f"{where}: [{name}] is not a valid template ({error})") from None
+        unknown = sorted(used[name] - allowed)
+        if unknown:
+            may = ", ".join(f"{{{a}}}" for a in sorted(allowed)) or "no placeholders"
+            raise InputError(f"{where}: [{name}] uses {{{unknown[0]}}}; it may use only {may}")
+    if "masked" not in used["vary.user"]:
+        raise InputError(
+            f"{where}: [vary.user] must contain {{masked}} (the synthetic text to vary, with "
+            "blanks); write literal braces as {{ and }}"
+        )
 
 
 def mask(text: str, degree: float, rng: np.random.Generator) -> str:

@@ -32,6 +32,7 @@ from safeshare.data.table import CodedTable, Table
 from safeshare.dp.randomness import RandomSource
 from safeshare.errors import InputError, NotFittedError
 from safeshare.synth.pe.evolution import PrivateEvolution
+from safeshare.synth.pe.histogram import Selection
 from safeshare.synth.pe.neighbors import Search
 
 # Measured by benchmarks/pe_adult.py (adult-pgm, epsilon=1, delta=1e-9, 3 runs each): the mean
@@ -63,6 +64,8 @@ class TabularPE(PrivateEvolution):
         variation_degrees: float | Sequence[float] | None = DEFAULT_DEGREE,
         lookahead: int = 0,
         neighbour_search: Search = "auto",
+        selection: Selection = "sample",
+        offspring: int | None = None,
         checkpoint: str | Path | None = None,
         rng: RandomSource = None,
         progress: Progress | None = None,
@@ -76,6 +79,8 @@ class TabularPE(PrivateEvolution):
             variation_degrees=variation_degrees,
             lookahead=lookahead,
             neighbour_search=neighbour_search,
+            selection=selection,
+            offspring=offspring,
             checkpoint=checkpoint,
             rng=rng,
             progress=progress,
