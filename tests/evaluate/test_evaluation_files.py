@@ -155,3 +155,36 @@ def test_an_existing_output_is_refused(files, tmp_path):
     (tmp_path / "out").mkdir()
     with pytest.raises(OutputExistsError):
         run(files, tmp_path / "out")
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str]:
+    from safeshare.cli import main
+
+    code = main(["evaluate", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_linkability_sources_neighbours_and_resolution_from_the_cli(files, tmp_path, capsys):
+    out = tmp_path / "cli"
+    common = ["--train", files["train"], "--holdout", files["holdout"], "--release"]
+    common += [files["release"], "--attacks", "100", "--seed", "1", "--no-ml"]
+    args = [*map(str, common), "--out", str(out), "--link-columns", "age,children"]
+    args += ["--link-columns", "educ,occupation", "--neighbours", "3", "--numeric-codes", "1024"]
+    code, output = _cli(args, capsys)
+    assert code == 0, output
+    evaluation = json.loads((out / "evaluation.json").read_text())
+    link = next(a for a in evaluation["attacks"] if a["name"] == "linkability")
+    assert link["details"]["columns_a"] == ["age", "children"]
+    assert link["details"]["split"] == "given" and link["details"]["neighbors"] == 3
+    refusals = {
+        ("--link-columns", "age,children"): "given twice, once per source",
+        ("--link-columns", "age", "--link-columns", "nowhere"): "names 'nowhere'",
+        ("--link-columns", "age", "--link-columns", "age,educ"): "'age' is in both sets",
+        ("--neighbours", "0"): "--neighbours must be at least 1",
+        ("--numeric-codes", "1"): "--numeric-codes must lie in 2..65,536",
+    }
+    for extra, message in refusals.items():
+        code, output = _cli([*common, "--out", tmp_path / "no", *extra], capsys)
+        assert code == 2 and message in " ".join(output.split()), (extra, output)
+        assert "Traceback" not in output and not (tmp_path / "no").exists()

@@ -18,6 +18,21 @@ def _names(text: str | None) -> list[str] | None:
     return [n.strip() for n in text.split(",") if n.strip()] if text else None
 
 
+def _sources(items: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``--link-columns A,B --link-columns C,D`` as two column sets (none given: None)."""
+    from safeshare.errors import InputError
+
+    if not items:
+        return None
+    if len(items) != 2:
+        raise InputError(
+            f"--link-columns is given twice, once per source (--link-columns A,B "
+            f"--link-columns C,D), not {len(items)} time(s)"
+        )
+    first, second = (tuple(_names(item) or ()) for item in items)
+    return first, second
+
+
 def _pairs(items: list[str]) -> dict[str, str]:
     from safeshare.errors import InputError
 
@@ -74,6 +89,21 @@ class EvaluateArguments:
         help="COLUMN=FILE: an ARX-style hierarchy, so released nodes match the values under them.",
         default=(),
     )
+    link_columns: list[str] = option(
+        "--link-columns",
+        help="Linkability's two sources, given twice: --link-columns A,B --link-columns C,D "
+        "(default: two sets balanced by the release's entropy).",
+        default=(),
+    )
+    neighbours: int = option(
+        "--neighbours", help="Linkability: released records each source looks up.", default=1
+    )
+    numeric_codes: int = option(
+        "--numeric-codes",
+        help="At most this many codes for a numeric column the data decide (the attacks' "
+        "resolution; more costs memory).",
+        default=256,
+    )
     no_ml: bool = option("--no-ml", help="Skip ML efficacy and the detection score.", default=False)
     seed: int | None = option("--seed", help="Seed the attacks (reproducible runs).", default=None)
     force: bool = force_option()
@@ -100,6 +130,9 @@ def evaluate_release(given: EvaluateArguments) -> None:
         secrets=tuple(secrets) if secrets else None,
         population_size=given.population_size,
         ml=not given.no_ml,
+        link_columns=_sources(given.link_columns),
+        neighbours=given.neighbours,
+        numeric_codes=given.numeric_codes,
     )
     with progress_bar(given.quiet) as progress:
         result = evaluate_files(

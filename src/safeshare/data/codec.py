@@ -308,6 +308,21 @@ def integer_edges(lo: float, hi: float, bins: int) -> tuple[float, ...]:
     return tuple(float(e) for e in [*edges, hi_i])
 
 
+def value_edges(values: np.ndarray) -> tuple[float, ...]:
+    """Edges giving one bin per distinct value, the edges halfway between neighbouring values
+    (the first bin starts at the smallest value, the last ends at the largest).
+
+    >>> value_edges(np.array([0.5, 2.5, 2.5, 9.0]))
+    (0.5, 1.5, 5.75, 9.0)
+    """
+    distinct = np.unique(values[~np.isnan(values)])
+    if distinct.size <= 1:
+        start = float(distinct[0]) if distinct.size else 0.0
+        return (start, start + 1.0)
+    middles = (distinct[:-1] + distinct[1:]) / 2
+    return (float(distinct[0]), *(float(m) for m in middles), float(distinct[-1]))
+
+
 def singleton_edges(lo: int, hi: int) -> tuple[float, ...]:
     """Edges giving one bin per integer from ``lo`` to ``hi`` (the last edge is ``hi + 0.5``).
 

@@ -21,7 +21,13 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import as_numbers, encode_frame, integer_edges, singleton_edges
+from safeshare.data.codec import (
+    as_numbers,
+    encode_frame,
+    integer_edges,
+    singleton_edges,
+    value_edges,
+)
 from safeshare.data.domain import Column, Domain, Kind, Role
 from safeshare.data.inference import GuessedColumn, infer_columns
 from safeshare.data.schema import DEFAULT_BINS, MAX_SINGLETON_INTEGERS, ColumnSpec, Schema
@@ -159,13 +165,16 @@ def infer_column_unsafe(
     max_categories: int = MAX_UNSAFE_CATEGORIES,
     max_singletons: int = MAX_SINGLETON_INTEGERS,
     bins: int | None = None,
+    decimal_values: bool = False,
 ) -> Column:
     """A column's domain read straight from the data: NOT differentially private.
 
     Categories are the observed values (the ``max_categories`` most frequent, the rest
     folded into "(other)"); numeric bounds are the observed min and max (unless the
     schema gives them), integers one code each below ``max_singletons`` values, else
-    ``bins`` bins (default: the schema's, else ``DEFAULT_BINS``).
+    ``bins`` bins (default: the schema's, else ``DEFAULT_BINS``).  With ``decimal_values``
+    decimals too get one code per distinct value when they hold at most ``max_singletons``
+    (and the schema gives no bounds).
     """
     spec = decision.spec
     present = values.dropna()
@@ -189,6 +198,12 @@ def infer_column_unsafe(
             if hi_i - lo_i < max_singletons
             else integer_edges(lo, hi, bins)
         )
+    elif (
+        decimal_values
+        and (lower, upper) == (None, None)
+        and (np.unique(numbers).size <= max_singletons)
+    ):
+        edges = value_edges(numbers)
     else:
         edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))
     return Column(decision.name, decision.kind, decision.role, edges=edges, integer=integer)

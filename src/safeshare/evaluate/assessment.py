@@ -51,7 +51,7 @@ from safeshare.evaluate.fidelity import (
 )
 from safeshare.evaluate.generalized import CellSets, from_table
 from safeshare.evaluate.inference import inference
-from safeshare.evaluate.linkability import linkability
+from safeshare.evaluate.linkability import check_split, linkability
 from safeshare.evaluate.linkage import linkage
 from safeshare.evaluate.membership import MembershipResult, membership_inference
 from safeshare.evaluate.memorization import MemorizationResult, memorization
@@ -66,9 +66,21 @@ NONE_DECLARED = "all columns (none declared)"
 MAX_TARGETS = 2
 
 
+NUMERIC_CODES = 256
+"""The default cap on a numeric column's codes in an evaluation."""
+MAX_CODES = 65_536
+
+
 @dataclass(frozen=True)
 class EvaluationOptions:
-    """What to measure; ``None`` picks from the domain's roles (see :func:`assess`)."""
+    """What to measure; ``None`` picks from the domain's roles (see :func:`assess`).
+
+    ``link_columns``: linkability's two sources (default: a split balanced by entropy,
+    :func:`~safeshare.evaluate.linkability.balanced_split`); ``neighbours``: released records
+    each source looks up.  ``numeric_codes``: at most this many codes for a numeric column the
+    data's values decide (one per value below it, equal-width bins above): the attacks'
+    resolution, and the memory of singling out's bitsets (``3 x codes x records / 8`` bytes).
+    """
 
     attacks: int = 500
     quasi_identifiers: tuple[str, ...] | None = None
@@ -77,6 +89,22 @@ class EvaluationOptions:
     population_size: int | None = None
     ml: bool = True
     copula_records: int = 1000
+    link_columns: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    neighbours: int = 1
+    numeric_codes: int = NUMERIC_CODES
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.neighbours, int) or self.neighbours < 1:
+            raise EvaluationInputError(f"--neighbours must be at least 1, got {self.neighbours!r}")
+        if not isinstance(self.numeric_codes, int) or not 2 <= self.numeric_codes <= MAX_CODES:
+            raise EvaluationInputError(
+                f"--numeric-codes must lie in 2..{MAX_CODES:,}, got {self.numeric_codes!r}"
+            )
+        if self.link_columns is not None and len(self.link_columns) != 2:
+            raise EvaluationInputError(
+                f"--link-columns is given twice, once per source (A,B then C,D), not "
+                f"{len(self.link_columns)} times"
+            )
 
 
 @dataclass(frozen=True)
@@ -310,7 +338,13 @@ def run_attacks(
         singling_out(release, train, holdout, rng, attacks=n, width=min(3, len(train.columns))),
     ]
     if len(train.columns) >= 2:
-        attacks.append(linkability(release, train, holdout, rng, attacks=n))
+        sources = options.link_columns or (None, None)
+        attacks.append(
+            linkability(
+                release, train, holdout, rng, attacks=n, columns_a=sources[0],
+                columns_b=sources[1], neighbors=options.neighbours,
+            )
+        )  # fmt: skip
         secrets = _secrets(train.domain, options)
         attacks += [inference(release, train, holdout, s, rng, attacks=n) for s in secrets]
     for tolerant in (False, True):
@@ -344,6 +378,8 @@ def _check(release: Table, train: Table, holdout: Table, options: EvaluationOpti
             f"{options.attacks} attacks requested but the smallest of train, holdout and release "
             f"holds {smallest} records; ask for at most {smallest} (e.g. --attacks {smallest})"
         )
+    if options.link_columns is not None:
+        check_split(train, *options.link_columns)
 
 
 def _quasi_identifiers(domain: Domain, options: EvaluationOptions) -> tuple[list[str], str]:

@@ -34,7 +34,7 @@ import numpy as np
 
 from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
-from safeshare.evaluate.utility import tvd
+from safeshare.evaluate.utility import DENSE_CELLS, table_tvd, tvd
 
 FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MAX_MARGINALS = 200
@@ -118,14 +118,18 @@ def kmarginal_score(
     engine = engine or default_engine()
     ways = max(1, min(ways, len(real.columns)))
     subsets = _subsets(real.columns, ways, rng)
-    real_counts = [engine.counts(real, s) for s in subsets]
+    dense = {
+        tuple(s): engine.counts(real, s) for s in subsets if real.domain.size(s) <= DENSE_CELLS
+    }
+
+    def distance(table: Table, columns: list[str]) -> float:
+        counts = dense.get(tuple(columns))
+        if counts is None:
+            return table_tvd(table, real, columns)
+        return tvd(engine.counts(table, columns), counts)
 
     def mean_tvd(table: Table) -> float:
-        return float(
-            np.mean(
-                [tvd(engine.counts(table, s), r) for s, r in zip(subsets, real_counts, strict=True)]
-            )
-        )
+        return float(np.mean([distance(table, s) for s in subsets]))
 
     release_tvd = mean_tvd(release)
     curve = []

@@ -48,7 +48,7 @@ from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError
-from safeshare.evaluate.assessment import Assessment, EvaluationOptions, assess
+from safeshare.evaluate.assessment import NUMERIC_CODES, Assessment, EvaluationOptions, assess
 from safeshare.evaluate.generalized import CellSets, cell_sets
 from safeshare.evaluate.results import Proportion
 from safeshare.output_folder import check_output
@@ -56,8 +56,6 @@ from safeshare.release.output import write_release
 from safeshare.report.evaluation import render_evaluation_report
 
 MAX_CATEGORIES = 1000
-NUMERIC_BINS = 256
-MAX_SINGLETONS = 256
 MIXED_SHARE = 0.9
 NOT_DP = (
     "the evaluation reads the private data (train and holdout) without differential privacy: "
@@ -136,15 +134,16 @@ def evaluate_files(
     and measures of ``options`` (default :class:`EvaluationOptions`); see the module docstring.
     ``guarantee`` is what the release's maker claims (shown as given)."""
     out = check_output(out, force=force, inputs=files.paths())
+    options = options or EvaluationOptions()
     progress("reading", 0.0)
-    encoded = _encoded(files)
+    encoded = _encoded(files, options.numeric_codes)
     rng = Randomness(seed).generator()
     assessment = assess(
         encoded.released,
         encoded.train,
         encoded.holdout,
         rng,
-        options or EvaluationOptions(),
+        options,
         auxiliary=encoded.auxiliary,
         progress=lambda step, done: progress(step, 0.05 + 0.85 * done),
     )
@@ -169,13 +168,16 @@ def evaluate_files(
     return EvaluationResult(out, evaluation, assessment, warnings)
 
 
-def _encoded(files: EvaluationFiles) -> _Encoded:
-    """Read the files, check they fit together, and encode them under one domain."""
+def _encoded(files: EvaluationFiles, numeric_codes: int = NUMERIC_CODES) -> _Encoded:
+    """Read the files, check they fit together, and encode them under one domain (a numeric
+    column the data decide in at most ``numeric_codes`` codes)."""
     schema = Schema.given(files.schema)
     frames = {name: _read(path, schema) for name, path in files.main().items()}
     aux_frame = _read(Path(files.auxiliary), schema) if files.auxiliary is not None else None
     _check_columns(frames, aux_frame)
-    domain, decisions = evaluation_domain(frames["train"], frames["holdout"], schema)
+    domain, decisions = evaluation_domain(
+        frames["train"], frames["holdout"], schema, numeric_codes=numeric_codes
+    )
     nodes = {name: read_hierarchy(path) for name, path in files.hierarchies.items()}
     unknown = [name for name in nodes if name not in domain]
     if unknown:
@@ -347,9 +349,11 @@ def evaluation_domain(
     holdout: pd.DataFrame,
     schema: Schema | None = None,
     *,
-    numeric_bins: int = NUMERIC_BINS,
+    numeric_codes: int = NUMERIC_CODES,
 ) -> tuple[Domain, list[ColumnDecision]]:
-    """One domain for the evaluation: the schema where it fixes a column, else train + holdout.
+    """One domain for the evaluation: the schema where it fixes a column, else train + holdout
+    (a numeric column: one code per value where it holds at most ``numeric_codes``, else
+    ``numeric_codes`` bins).
 
     Reading the domain from the data is not DP; the evaluation is the data owner's own review.
     Identifiers and free text are dropped (the decisions say why).
@@ -368,8 +372,9 @@ def evaluation_domain(
                     both[d.name],
                     d,
                     max_categories=MAX_CATEGORIES,
-                    max_singletons=MAX_SINGLETONS,
-                    bins=numeric_bins,
+                    max_singletons=numeric_codes,
+                    bins=numeric_codes,
+                    decimal_values=True,
                 )
             )
     return Domain(tuple(columns)), decisions
