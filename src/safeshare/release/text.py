@@ -476,7 +476,8 @@ def _warnings(notes: list[str], backend: TextBackend) -> list[str]:
     warnings = list(notes) + backend.notes
     if backend.failures():
         warnings.append(
-            f"{backend.failures()} empty or malformed model replies were replaced (see the card)"
+            f"{backend.failures()} model replies were still empty, meta-replies or refusals "
+            "after being asked again, and were replaced (see the card)"
         )
     return warnings
 

@@ -45,6 +45,9 @@ class Handler(BaseHTTPRequestHandler):
             text = user.splitlines()[-1].replace("_", "nice")
         else:
             text = "a " + user.split()[3] + " text" if state["empty"] == 0 else ""
+        if state["meta"] > 0:  # a small model talking about the task instead of doing it
+            text = "I'll create a sentence based on your feedback: " + text
+            state["meta"] -= 1
         state["empty"] = max(0, state["empty"] - 1)
         reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
         self._send(200, reply)
@@ -64,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
     monkeypatch.setenv("TEST_LLM_KEY", "sekrit")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.state = {"requests": 0, "bodies": [], "fail": 0, "empty": 0}  # type: ignore[attr-defined]
+    httpd.state = {"requests": 0, "bodies": [], "fail": 0, "empty": 0, "meta": 0}  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -104,10 +107,23 @@ def test_busy_server_is_retried_with_backoff(server: ThreadingHTTPServer) -> Non
 
 def test_empty_replies_are_counted_and_replaced(server: ThreadingHTTPServer) -> None:
     server.state["empty"] = 2  # type: ignore[attr-defined]
-    api = LLMTextAPI(client(server, concurrency=1), label="negative")
+    api = LLMTextAPI(client(server, concurrency=1), label="negative", reasks=0)
     texts = api.random(4, np.random.default_rng(2))["text"]
     assert api.failures == 2 and texts.str.len().min() > 0
     assert (texts == "a negative text").sum() == 2
+
+
+def test_meta_replies_are_asked_again_then_replaced(server: ThreadingHTTPServer) -> None:
+    state = server.state  # type: ignore[attr-defined]
+    state["meta"] = 3
+    api = LLMTextAPI(client(server, concurrency=1), label="negative")
+    texts = api.random(4, np.random.default_rng(2))["text"]
+    assert texts.tolist() == ["a negative text"] * 4  # the 3 meta-replies were asked again
+    assert api.reasked == 3 and api.failures == 0 and state["requests"] == 7
+    state["meta"] = 100  # a model that never does the task: 1 + 2 asks each, then replaced
+    texts = api.random(2, np.random.default_rng(3))["text"]
+    assert api.failures == 2 and not texts.str.contains("feedback").any()
+    assert state["requests"] == 7 + 6
 
 
 def test_client_errors_are_not_retried_and_name_the_fix(server: ThreadingHTTPServer) -> None:
@@ -181,3 +197,29 @@ def test_a_prompt_file_without_its_placeholders_is_refused(tmp_path, edit, messa
         load_prompts(path)
     with pytest.raises(InputError, match="no such file"):
         load_prompts(tmp_path / "missing.txt")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        ("I'll create a sentence based on your feedback.", ""),
+        ("As an AI language model, I cannot write reviews.", ""),
+        ("I'm sorry, but I can't help with that.", ""),
+        ("Sure! The food was great.", ""),
+        ("Here's a rewritten version: great food.", ""),
+        ("Fill each blank with one word.", ""),  # the prompt copied back
+        ("I'd like to share a positive review: I'm glad of a great coffee", ""),
+        ("This positive review provides information about a novel's style.", ""),
+        ('--- "Thanks for offering a positive review on these items."', ""),
+        ("Here is the review:\nThe staff were lovely.", "The staff were lovely."),
+        ("Here is the best pizza in town.", "Here is the best pizza in town."),
+        ("I can't recommend it enough.", "I can't recommend it enough."),
+        ("I will never come back.", "I will never come back."),
+        ("The instructions were confusing.", "The instructions were confusing."),
+    ],
+)
+def test_meta_replies_and_refusals_are_told_from_texts(reply: str, kept: str) -> None:
+    from safeshare.synth.pe.openai_client import clean_reply
+
+    asked = 'Fill each blank "_" in this negative review with one or more words:\nthe _ was _'
+    assert clean_reply(reply, asked) == kept

@@ -127,8 +127,13 @@ class TextBackend:
         return _Tracked(api, self.apis, vocabulary, self.notes)
 
     def failures(self) -> int:
-        """Empty or malformed replies replaced so far (LLM backends; 0 for the word API)."""
+        """Replies still unusable after their re-asks, replaced so far (LLM backends; 0 for
+        the word API)."""
         return sum(int(getattr(api, "failures", 0)) for api in self.apis)
+
+    def reasked(self) -> int:
+        """Replies asked again (empty, meta-replies, refusals, the prompt copied back)."""
+        return sum(int(getattr(api, "reasked", 0)) for api in self.apis)
 
     def public_inputs(self) -> list[str]:
         """What the card lists as public: the material and the model that wrote the texts."""
@@ -166,6 +171,7 @@ class TextBackend:
             out["api_key_env"] = self.api_key_env
         else:
             out["backend"] = "transformers, loaded from a local path (HF_HUB_OFFLINE)"
+        out["replies_asked_again"] = self.reasked()
         out["replies_replaced"] = self.failures()
         return out
 

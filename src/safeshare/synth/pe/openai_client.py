@@ -8,9 +8,11 @@ a :class:`ModelAPIError` naming the URL (PE's checkpoint keeps finished iteratio
 :class:`LLMTextAPI` implements PE's random and variation APIs with Aug-PE-style prompts
 from ``prompts/aug_pe.txt``: RANDOM asks for a text of the label with public keywords,
 VARIATION masks a share ``degree`` of a synthetic text's words and asks to fill them.
-Only prompts and synthetic samples are sent; private records never are.  Empty replies
-are counted (``failures``) and replaced: by the input sample for a variation, by a
-public template for a random sample.
+Only prompts and synthetic samples are sent; private records never are.  A reply that is
+not a text of the task (empty, blanks left, a meta-reply or refusal, the prompt copied back:
+:func:`clean_reply`) is asked again up to ``reasks`` times (``reasked``), then counted
+(``failures``) and replaced: by the input sample for a variation, by a public template for
+a random sample.
 
 >>> prompts = load_prompts()
 >>> sorted(prompts)
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import string
 import time
 import urllib.error
@@ -243,7 +246,10 @@ class LLMTextAPI:
         prompts: dict[str, str] | None = None,
         keywords: int = 3,
         column: str = "text",
+        reasks: int = 2,
     ) -> None:
+        if not isinstance(reasks, int) or reasks < 0:
+            raise InputError(f"reasks must be a non-negative integer, got {reasks!r}")
         self.client = client
         self.label = label
         words = vocabulary or Vocabulary.bundled("reviews")
@@ -252,7 +258,9 @@ class LLMTextAPI:
         self.prompts = prompts or load_prompts()
         self.keywords = keywords
         self.column = column
+        self.reasks = reasks
         self.failures = 0
+        self.reasked = 0
 
     def for_label(self, label: str) -> LLMTextAPI:
         """The same client and prompts for another label (its own failure count)."""
@@ -263,19 +271,30 @@ class LLMTextAPI:
             prompts=self.prompts,
             keywords=self.keywords,
             column=self.column,
+            reasks=self.reasks,
         )
 
     def _ask(self, kind: str, fields: list[dict[str, str]], rng: np.random.Generator) -> list[str]:
+        """The cleaned replies ("" where a reply stayed unusable after :attr:`reasks` more
+        tries: a meta-reply, a refusal, the prompt copied, blanks left; see :func:`clean_reply`)."""
         system, user = self.prompts[f"{kind}.system"], self.prompts[f"{kind}.user"]
         label = self.label or "any"
-        conversations = [
-            [
-                {"role": "system", "content": system},
-                {"role": "user", "content": user.format(label=label, **f)},
+        asked = [user.format(label=label, **f) for f in fields]
+        replies = [""] * len(asked)
+        pending = list(range(len(asked)))
+        for attempt in range(self.reasks + 1):
+            conversations = [
+                [{"role": "system", "content": system}, {"role": "user", "content": asked[i]}]
+                for i in pending
             ]
-            for f in fields
-        ]
-        return self.client.chat_many(conversations, int(rng.integers(2**31)))
+            answers = self.client.chat_many(conversations, int(rng.integers(2**31)))
+            for i, answer in zip(pending, answers, strict=True):
+                replies[i] = clean_reply(answer, asked[i])
+            pending = [i for i in pending if not replies[i]]
+            self.reasked += len(pending) if attempt < self.reasks else 0
+            if not pending:
+                break
+        return replies
 
     def random(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """``n`` texts written for the label around public keywords."""
@@ -298,21 +317,49 @@ class LLMTextAPI:
         return out
 
     def _checked(self, replies: list[str], fallback: list[str]) -> list[str]:
-        cleaned = [clean_reply(r) for r in replies]
-        good = [r if r else f for r, f in zip(cleaned, fallback, strict=True)]
-        self.failures += sum(1 for r in cleaned if not r)
+        good = [r if r else f for r, f in zip(replies, fallback, strict=True)]
+        self.failures += sum(1 for r in replies if not r)
         return good
 
 
-def clean_reply(reply: str) -> str:
-    """A reply's text, or "" when it is malformed: no letters or digits, or blanks left unfilled.
+# a reply about the task instead of a text: the model talks to the user, refuses or explains
+_META = re.compile(
+    r"\b(as an ai|language model|i'?m sorry|i apologi[sz]e|i (?:cannot|can'?t|am unable to) "
+    r"(?:help|assist|fulfil|fulfill|comply|provide|create|write)|i'?ll (?:create|write|generate|"
+    r"rewrite|fill|provide|make)|i will (?:create|write|generate|rewrite|fill|provide|make)|"
+    r"here(?: is|'s| are) (?:a|an|the|your|my|one)(?: \w+)? (?:review|text|sentence|version|"
+    r"rewrite|completion)|based on (?:your|the) (?:feedback|prompt|instructions?|keywords|"
+    r"request)|(?:fill(?:ed)?|filling) (?:in )?(?:the|each) blanks?|rewritten (?:text|review|"
+    r"version)|(?:share|write|writing|offer|offering|provide|providing) (?:a|an|my|this|your) "
+    r"(?:\w+ )?review|this (?:\w+ )?review (?:provides|describes|is about))\b"
+    r"|^(?:sure|certainly|of course|okay)\b[,!.]",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"^(?:review|text|sentence|answer|output|rewritten(?: text)?)\s*:\s*", re.I)
+
+
+def clean_reply(reply: str, asked: str = "") -> str:
+    r"""A reply's text, or "" when it is not a text of the task: no letters or digits, blanks
+    left unfilled, a meta-reply or refusal ("I'll create a sentence based on your feedback",
+    "As an AI..."), or the prompt ``asked`` copied back.  A preamble line ending in a colon
+    ("Here is the review:") and a leading label ("Review: ") are dropped first.
 
     >>> clean_reply('  "Great food."  '), clean_reply("..."), clean_reply("The _ was good")
     ('Great food.', '', '')
+    >>> clean_reply("Here is the review:\nThe staff were lovely."), clean_reply("Review: Too loud.")
+    ('The staff were lovely.', 'Too loud.')
+    >>> clean_reply("I'll create a sentence based on your feedback."), clean_reply("I can't recommend it.")
+    ('', "I can't recommend it.")
     """
-    text = reply.strip()
+    lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        lines = lines[1:]
+    text = _LABEL.sub("", " ".join(lines).lstrip("-*#> ")).strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
-    if not any(c.isalnum() for c in text) or "_" in text.split():
+    if not any(c.isalnum() for c in text) or "_" in text.split() or _META.search(text):
+        return ""
+    first = asked.strip().splitlines()[0] if asked.strip() else ""
+    if first and (first[:40].lower() in text.lower() or text.lower() in asked.lower()):
         return ""
     return text
