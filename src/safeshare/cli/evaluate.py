@@ -18,19 +18,10 @@ def _names(text: str | None) -> list[str] | None:
     return [n.strip() for n in text.split(",") if n.strip()] if text else None
 
 
-def _sources(items: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """``--link-columns A,B --link-columns C,D`` as two column sets (none given: None)."""
-    from safeshare.errors import InputError
-
-    if not items:
-        return None
-    if len(items) != 2:
-        raise InputError(
-            f"--link-columns is given twice, once per source (--link-columns A,B "
-            f"--link-columns C,D), not {len(items)} time(s)"
-        )
-    first, second = (tuple(_names(item) or ()) for item in items)
-    return first, second
+def _sources(items: list[str]) -> tuple[tuple[str, ...], ...] | None:
+    """``--link-columns A,B --link-columns C,D`` as column sets (none given: None); the
+    options refuse any count but two."""
+    return tuple(tuple(_names(item) or ()) for item in items) if items else None
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

@@ -89,7 +89,7 @@ class EvaluationOptions:
     population_size: int | None = None
     ml: bool = True
     copula_records: int = 1000
-    link_columns: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    link_columns: tuple[tuple[str, ...], ...] | None = None
     neighbours: int = 1
     numeric_codes: int = NUMERIC_CODES
 
@@ -102,8 +102,8 @@ class EvaluationOptions:
             )
         if self.link_columns is not None and len(self.link_columns) != 2:
             raise EvaluationInputError(
-                f"--link-columns is given twice, once per source (A,B then C,D), not "
-                f"{len(self.link_columns)} times"
+                f"--link-columns is given twice, once per source (--link-columns A,B "
+                f"--link-columns C,D), not {len(self.link_columns)} time(s)"
             )
 
 

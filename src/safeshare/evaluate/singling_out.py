@@ -157,7 +157,7 @@ def singling_out(
         attacks=n,
         baseline_attacks=max(n, 1),
         details={"predicates": n, "requested": attacks, "targets": len(main_set)},
-        overdispersion=_overdispersion(matched, is_main, rng) if n > 1 else 1.0,
+        overdispersion=_overdispersion(matched, is_main, main + ctrl, rng) if n > 1 else 1.0,
     )
 
 
@@ -173,10 +173,13 @@ def _singled_out(matched: np.ndarray, records: np.ndarray) -> int:
     return int((_popcount(matched & records) == 1).sum())
 
 
-def _overdispersion(matched: np.ndarray, is_main: np.ndarray, rng: np.random.Generator) -> float:
+def _overdispersion(
+    matched: np.ndarray, is_main: np.ndarray, successes: int, rng: np.random.Generator
+) -> float:
     """The variance of the success difference over random re-splits of the records into two
-    halves, over the binomial variance of two independent samples of as many predicates (at
-    least 1: a paired design can only narrow, which the interval does not claim)."""
+    halves, over the binomial variance of two independent samples of as many predicates at
+    the pooled rate (``successes`` on both halves; at least 1: a paired design can only
+    narrow, which the interval does not claim)."""
     n, trials = int(is_main.sum()), len(matched)
     differences = np.empty(RESPLITS)
     for i in range(RESPLITS):
@@ -184,9 +187,7 @@ def _overdispersion(matched: np.ndarray, is_main: np.ndarray, rng: np.random.Gen
         half[rng.choice(len(is_main), size=n, replace=False)] = True
         first, second = _singled_out(matched, packed(half)), _singled_out(matched, packed(~half))
         differences[i] = (first - second) / trials
-    rate = (_singled_out(matched, packed(is_main)) + _singled_out(matched, packed(~is_main))) / (
-        2 * trials
-    )
+    rate = successes / (2 * trials)
     binomial = 2 * rate * (1 - rate) / trials
     return max(1.0, float(differences.var() / binomial)) if binomial > 0 else 1.0
 

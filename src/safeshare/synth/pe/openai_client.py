@@ -56,12 +56,11 @@ PLACEHOLDERS = {
 
 
 def load_prompts(source: str | Path = "aug_pe") -> dict[str, str]:
-    """The ``[section]`` texts of a prompt file: a bundled one by name
-    (``safeshare/synth/pe/prompts/<name>.txt``) or a file of yours, checked by
-    :func:`check_prompts`."""
-    if isinstance(source, Path) or source.endswith(".txt") or "/" in source:
-        file: Any = Path(source)
-        where = str(source)
+    """The ``[section]`` texts of a prompt file: a file of yours (a ``Path``) or a bundled one
+    by name (``safeshare/synth/pe/prompts/<name>.txt``), checked by :func:`check_prompts`."""
+    file: Any
+    if isinstance(source, Path):
+        file, where = source, str(source)
         if not file.is_file():
             raise InputError(f"--prompts {where}: no such file; give a prompt file (UTF-8)")
     else:
