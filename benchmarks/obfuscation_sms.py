@@ -102,6 +102,11 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
+        "--attacker",
+        default="learned-inverter",
+        help="what the transform trains against (nearest-neighbour: the earlier figures)",
+    )
+    parser.add_argument(
         "--no-task-loss",
         action="store_true",
         help="train on the pooled cosine only (the head is not shown to the transform)",
@@ -136,6 +141,7 @@ def main() -> None:
                 labels=None if args.no_task_loss else train["label"].tolist(),
                 weight=weight,
                 steps=args.steps,
+                attacker=args.attacker,
                 seed=seed,
             )
             transform = trained.transform

@@ -56,7 +56,9 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     assert "nearest-neighbour token recovery" in trained.output
     for name in ("transform.json", "transform.safetensors", "training.json"):
         assert (transform / name).is_file()
-    assert json.loads((transform / "training.json").read_text())["curve"]
+    training = json.loads((transform / "training.json").read_text())
+    assert training["curve"] and training["attacker"] == "learned-inverter"
+    assert "the inverter trained alongside" in " ".join(trained.output.split())
 
     again = runner.invoke(obfuscate_app, ["train", *common, "--out", str(transform)])
     assert isinstance(again.exception, OutputExistsError)
@@ -83,6 +85,12 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     assert report["f1_positive_class"] == "spam" and 0.0 <= report["f1"] <= 1.0
     assert 0.0 <= report["clean_f1"] <= 1.0
     assert [c["sigma"] for c in report["conditions"]] == [None, 0.1, 0.3]
+    for condition in report["conditions"]:  # every attack on every row, by default
+        assert len(condition["attacks"]) == 3
+        best = max(condition["attacks"], key=lambda a: a["recovered"])
+        assert condition["strongest"] == best["attack"]
+        read = condition["information"]
+        assert read["bits_per_token"] <= read["prior_bits_per_token"] and "Barber" in read["method"]
     pii = {(row["attack"], row["kind"]): row for row in report["pii"]}
     assert pii[("nearest neighbour", "name")]["entities"] == len(PRIVATE)
     html = (out / "report.html").read_text()
@@ -101,6 +109,12 @@ def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
     )
     assert isinstance(wrong.exception, InputError)
     assert "--text-column, one of ['id', 'text', 'label']" in str(wrong.exception)
+    attacker = runner.invoke(
+        obfuscate_app,
+        ["train", "--data", str(files["data"]), "--attacker", "oracle", "--out", "x"],
+    )
+    assert isinstance(attacker.exception, InputError)
+    assert "learned-inverter, nearest-neighbour" in str(attacker.exception)
     missing = runner.invoke(
         obfuscate_app,
         [

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from safeshare.errors import InputError
-from safeshare.obfuscate.attacks import nearest_neighbour_attack
-from safeshare.obfuscate.inversion import inversion_attack, train_inverter
+from safeshare.obfuscate.attacks import nearest_neighbour_attack, scored_positions
+from safeshare.obfuscate.inversion import information_estimate, inversion_attack, train_inverter
 from safeshare.obfuscate.model import FrozenModel
-from safeshare.obfuscate.transform import torch_generator
+from safeshare.obfuscate.prior import BigramPrior
+from safeshare.obfuscate.transform import gaussian_noise, torch_generator
 from tests.conftest import SHARED, needs_shared
 from tests.obfuscate.conftest import TEXTS
 
@@ -72,3 +73,32 @@ def test_inverter_arguments_are_checked(minilm: FrozenModel) -> None:
         train_inverter(minilm, identity, TEXTS, steps=-1)
     generator = torch_generator(0)[0]
     assert generator is not None
+
+
+@needs_shared
+def test_the_information_read_is_most_of_a_token_when_clean_and_little_under_heavy_noise(
+    minilm: FrozenModel,
+) -> None:
+    """The estimate against its two ends: clean embeddings (an untrained inverter is exactly
+    nearest neighbour and names every token) and noise far above the rows' spacing."""
+    public = _public()
+    prior = BigramPrior.from_texts(minilm.tokenizer, public)
+    batch = minilm.tokenize(_held_out())
+    scored = scored_positions(minilm, batch.input_ids, batch.attention_mask)
+    clean = minilm.embed_tokens(batch.input_ids).detach()
+    exact = train_inverter(minilm, identity, public, steps=0, seed=0)
+    read = information_estimate(
+        exact, clean, batch.attention_mask, batch.input_ids, scored, prior.unigram
+    )
+    assert read.tokens == int(scored.sum()) and read.prior_bits > 8
+    assert read.share > 0.8
+
+    def drown(embeds: Any, mask: Any, generator: Any) -> Any:
+        return gaussian_noise(embeds, mask, 1.0, generator)
+
+    noisy = drown(clean, batch.attention_mask, torch_generator(3)[0])
+    learned = train_inverter(minilm, drown, public[:400], steps=30, seed=0)
+    little = information_estimate(
+        learned, noisy, batch.attention_mask, batch.input_ids, scored, prior.unigram
+    )
+    assert little.extracted < 0.25 * read.extracted

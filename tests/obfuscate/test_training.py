@@ -11,6 +11,7 @@ import torch
 from safeshare.errors import InputError
 from safeshare.obfuscate.audit import f1_score
 from safeshare.obfuscate.head import fit_head
+from safeshare.obfuscate.inversion import Adversary
 from safeshare.obfuscate.model import FrozenModel
 from safeshare.obfuscate.training import train_transform
 from safeshare.obfuscate.transform import torch_generator
@@ -35,6 +36,18 @@ def test_training_records_a_curve_and_raises_the_noise(minilm: FrozenModel) -> N
     assert result.seeded and seen[-1] == 1.0
     assert result.curve[-1].noise_level > result.curve[0].noise_level - 1e-6
     assert 0.0 <= result.curve[-1].recovery <= 1.0
+    assert result.attacker == "learned-inverter"  # the default: an adversary that learns
+    assert all(0.0 <= point.inverter_recovery <= 1.0 for point in result.curve)  # type: ignore[operator]
+
+
+def test_training_against_nearest_neighbour_has_no_inverter_on_its_curve(
+    minilm: FrozenModel,
+) -> None:
+    result = train_transform(
+        minilm, TEXTS, steps=2, batch_size=2, probe_size=4, attacker="nearest-neighbour", seed=0
+    )
+    assert result.attacker == "nearest-neighbour"
+    assert [point.inverter_recovery for point in result.curve] == [None]
 
 
 def test_bad_training_arguments_are_refused(minilm: FrozenModel) -> None:
@@ -42,6 +55,8 @@ def test_bad_training_arguments_are_refused(minilm: FrozenModel) -> None:
         train_transform(minilm, TEXTS, weight=-1.0)
     with pytest.raises(InputError, match="at least 2"):
         train_transform(minilm, TEXTS[:1])
+    with pytest.raises(InputError, match="'oracle' is not one of learned-inverter"):
+        train_transform(minilm, TEXTS, attacker="oracle")
 
 
 @pytest.mark.slow
@@ -107,3 +122,37 @@ def test_the_task_loss_keeps_the_heads_predictions_where_the_cosine_alone_does_n
             pooled = minilm.pooled(sent, batch.attention_mask).numpy()
         scores[task] = f1_score(truth, head.predict(pooled), "spam")
     assert scores[True] > scores[False] + 0.15  # measured 0.95 against 0.39
+
+
+def test_the_adversary_learns_what_nearest_neighbour_misses_and_its_exposure_follows(
+    minilm: FrozenModel,
+) -> None:
+    """Negated embeddings hide every token from nearest neighbour; the adversary, trained on
+    fresh draws of them, learns the way back, and its exposure (the privacy term) rises."""
+    batch = minilm.tokenize(TEXTS)
+    generator = torch_generator(0)[0]
+    with torch.no_grad():
+        sent = -minilm.embed_tokens(batch.input_ids)
+    adversary = Adversary(minilm, seed=0)
+    before = float(adversary.exposure(sent, batch, generator))
+    for _ in range(40):
+        adversary.learn(lambda: sent, batch, generator)
+    after = float(adversary.exposure(sent, batch, generator))
+    assert 0.0 <= before < 0.05 and after > 0.5
+
+
+def test_the_exposure_still_pushes_where_the_adversary_is_sure(minilm: FrozenModel) -> None:
+    """On clean embeddings the adversary (as nearest neighbour) is sure of every token: the
+    mean log-probability's slope has all but vanished there, the exposure's has not."""
+    batch = minilm.tokenize(TEXTS)
+    generator = torch_generator(0)[0]
+    adversary = Adversary(minilm, seed=0)
+    slopes = []
+    for score in (
+        lambda sent: adversary.exposure(sent, batch, generator),
+        lambda sent: adversary.inverter.log_likelihood(sent, batch, generator, 4096)[0].mean(),
+    ):
+        sent = minilm.embed_tokens(batch.input_ids).detach().requires_grad_(True)
+        score(sent).backward()
+        slopes.append(float(sent.grad.norm()))
+    assert slopes[0] > 10 * slopes[1]

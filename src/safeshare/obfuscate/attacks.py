@@ -40,7 +40,7 @@ class TokenRecovery:
         )
 
 
-def _scored_positions(model: FrozenModel, input_ids: Any, attention_mask: Any) -> Any:
+def scored_positions(model: FrozenModel, input_ids: Any, attention_mask: Any) -> Any:
     """Mask of positions that count: real tokens that are not special ([CLS], [SEP], ...)."""
     ids = np.asarray(input_ids)
     keep = np.asarray(attention_mask).astype(bool)
@@ -52,7 +52,7 @@ def recovery(
     model: FrozenModel, guessed: Any, input_ids: Any, attention_mask: Any, attack: str
 ) -> TokenRecovery:
     """Score guessed token ids against the true ones over the real, non-special tokens."""
-    scored = _scored_positions(model, input_ids, attention_mask)
+    scored = scored_positions(model, input_ids, attention_mask)
     hits = (np.asarray(guessed) == np.asarray(input_ids)) & scored
     return TokenRecovery(attack, Proportion.of(int(hits.sum()), int(scored.sum())))
 

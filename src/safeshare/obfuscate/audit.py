@@ -35,8 +35,16 @@ from safeshare.obfuscate.attacks import (
     beam_tokens,
     nearest_neighbour_tokens,
     recovery,
+    scored_positions,
 )
-from safeshare.obfuscate.inversion import ATTACK_NAME, Obfuscator, train_inverter
+from safeshare.obfuscate.inversion import (
+    ATTACK_NAME,
+    INFORMATION_METHOD,
+    InformationEstimate,
+    Obfuscator,
+    information_estimate,
+    train_inverter,
+)
 from safeshare.obfuscate.model import FrozenModel, require_torch
 from safeshare.obfuscate.pii import PIIRecovery, pii_positions, plant_pii, score_pii
 from safeshare.obfuscate.prior import BigramPrior
@@ -74,6 +82,12 @@ class Condition:
     recoveries: tuple[TokenRecovery, ...]
     pii: tuple[PIIRecovery, ...]
     next_token: NextTokenUtility | None = None
+    information: InformationEstimate | None = None
+
+    @property
+    def strongest(self) -> TokenRecovery:
+        """The attack that recovered the most tokens here."""
+        return max(self.recoveries, key=lambda found: found.recovered.value)
 
     def to_dict(self) -> dict[str, Any]:
         """Numbers only (the next-token keys only for a causal model)."""
@@ -83,7 +97,9 @@ class Condition:
             "utility_cosine": self.utility,
             "f1": self.f1,
             "attacks": [_row(found, self.name) for found in self.recoveries],
+            "strongest": self.strongest.attack,
             "pii": [found.to_dict() for found in self.pii],
+            "information": None if self.information is None else self.information.to_dict(),
         }
         return out if self.next_token is None else {**out, **self.next_token.to_dict()}
 
@@ -162,6 +178,8 @@ class AttackReport:
                     f"| {p.attack} | {p.kind} | {p.tokens.value:.1%} of {p.tokens.trials} | "
                     f"{p.entities.value:.1%} of {p.entities.trials} |"
                 )
+        if self.conditions:
+            lines += ["", *self._conditions_table()]
         causal = [(c.name, c.next_token) for c in self.conditions if c.next_token is not None]
         if causal:
             lines += [
@@ -175,6 +193,33 @@ class AttackReport:
         if self.seeded:
             lines.append("The obfuscation noise was seeded (reproducible, not secure).")
         return "\n".join(lines) + "\n"
+
+    def _conditions_table(self) -> list[str]:
+        """Every way of sending: utility, each attack, the strongest, the bits it reads."""
+        attacks = [found.attack for found in self.conditions[0].recoveries]
+        for condition in self.conditions[1:]:
+            attacks += [f.attack for f in condition.recoveries if f.attack not in attacks]
+        utility = "F1" if self.f1 is not None else "mean cosine"
+        lines = [
+            f"| input | {utility} | " + " | ".join(attacks) + " | strongest | bits a token read |",
+            "|---|---|" + "---|" * len(attacks) + "---|---|",
+        ]
+        for condition in self.conditions:
+            kept = condition.f1 if condition.f1 is not None else condition.utility
+            found = {f.attack: f"{f.recovered.value:.1%}" for f in condition.recoveries}
+            cells = " | ".join(found.get(attack, "not run") for attack in attacks)
+            read = condition.information
+            bits = "—" if read is None else f"{read.extracted:.2f} of {read.prior_bits:.2f}"
+            lines.append(
+                f"| {condition.name} | {kept:.3f} | {cells} | "
+                f"{condition.strongest.recovered.value:.1%} | {bits} |"
+            )
+        lines += [
+            "",
+            "Bits a token read: what the learned inverter reads about each token, "
+            f"{INFORMATION_METHOD}.",
+        ]
+        return lines
 
 
 def f1_score(truth: Sequence[str], predicted: Sequence[str], positive: str) -> float:
@@ -200,7 +245,7 @@ def attack_transform(
     sigmas: Sequence[float] = (),
     plant: bool = True,
     inverter_steps: int = 300,
-    invert_baselines: bool = False,
+    invert_baselines: bool = True,
     beam: int = 8,
     max_public: int = 2000,
     seed: int | None = None,
@@ -210,7 +255,10 @@ def attack_transform(
 
     ``public`` trains the attackers.  ``labels`` (one per text) with the transform's head give
     F1 (``positive``: the class scored, by default the rarer one).  ``inverter_steps=0`` skips
-    the learned inversion; ``invert_baselines`` runs it on the Gaussian rows too.
+    the learned inversion; every row gets it by default (a fresh inverter each, trained on the
+    row's own obfuscation of ``public``), ``invert_baselines=False`` keeps it to the
+    transform's row.  Where the inverter runs, the row also gets the information it reads
+    (:class:`~safeshare.obfuscate.inversion.InformationEstimate`).
     """
     torch = require_torch()
     transform.check_model(model)
@@ -260,11 +308,14 @@ def attack_transform(
             (NN_NAME, nearest_neighbour_tokens(sent, model.table)),
             (BEAM_NAME, beam_tokens(model, sent, mask, noise, prior, beam=beam)),
         ]
+        information = None
         if invert:
             inverter = train_inverter(
                 model, obfuscate, public, steps=inverter_steps, seed=seed, progress=progress
             )
             guesses.append((ATTACK_NAME, inverter.tokens(sent, mask)))
+            scored = scored_positions(model, ids, mask)
+            information = information_estimate(inverter, sent, mask, ids, scored, prior.unigram)
         found = tuple(recovery(model, g, ids, mask, attack) for attack, g in guesses)
         pii = tuple(
             row
@@ -272,7 +323,7 @@ def attack_transform(
             if plant
             for row in score_pii(g, ids, entity, kinds, attack)
         )
-        return Condition(name, sigma, cosine, f1, found, pii, next_token)
+        return Condition(name, sigma, cosine, f1, found, pii, next_token, information)
 
     learned = run(LEARNED, None, transform.sample, inverter_steps > 0)
     baselines = tuple(

@@ -49,6 +49,8 @@ def render_obfuscation_report(report: dict[str, Any]) -> str:
             "utility": c["f1"] if use_f1 else c["utility_cosine"],
             "cosine": c["utility_cosine"],
             "attacks": {a["attack"]: a for a in c["attacks"]},
+            "strongest": max(a["recovered"] for a in c["attacks"]),
+            "information": c.get("information"),
         }
         for c in conditions
     ]
@@ -59,7 +61,7 @@ def render_obfuscation_report(report: dict[str, Any]) -> str:
         use_f1=use_f1,
         chart=trade_off_chart(rows, use_f1) if rows else "",
         inverter=[
-            (c["input"], a)
+            (c["input"], a, c.get("information"))
             for c in conditions
             for a in c["attacks"]
             if a["attack"] == "learned inversion network"
@@ -95,6 +97,10 @@ def trade_off_chart(rows: list[dict[str, Any]], use_f1: bool) -> str:
             xytext=(4, 4),
             fontsize=8,
         )
+    gaussian = sorted((r["utility"], r["strongest"]) for r in rows if not r["learned"])
+    if len(gaussian) > 1:
+        axes.plot(*zip(*gaussian, strict=True), color=_GAUSSIAN, linestyle="--", linewidth=1)
+        axes.plot([], [], color=_GAUSSIAN, linestyle="--", label="Gaussian, strongest attack")
     for attack, marker in [*_MARKERS.items(), ("learned inversion network", "^")]:
         axes.scatter([], [], marker=marker, color="#555555", label=attack)
     axes.set_xlabel("F1 of the head on obfuscated inputs" if use_f1 else "mean cosine of outputs")
