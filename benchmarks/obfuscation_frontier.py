@@ -50,6 +50,11 @@ TEXT = SHARED / "datasets" / "text"
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02  # "equal F1": within this
 PUBLIC = ("uci_sentiment_amazon_cells_labelled.tsv", "uci_sentiment_yelp_labelled.tsv")
+#: task -> (file under datasets/text, its two columns in order)
+TASKS = {
+    "imdb": ("uci_sentiment_imdb_labelled.tsv", ["text", "label"]),
+    "sms": ("sms_spam_collection.tsv", ["label", "text"]),
+}
 
 
 def cpu_seconds() -> float:
@@ -62,24 +67,10 @@ def task_data(
 ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
     """(train texts, train labels, attacked texts, their labels, public texts) of a task;
     ``same_site`` texts of the task's own source, after the attacked ones, join the public."""
-    if task == "imdb":
-        frame = pd.read_csv(
-            TEXT / "uci_sentiment_imdb_labelled.tsv",
-            sep="\t",
-            header=None,
-            names=["text", "label"],
-            quoting=3,
-        )
-    elif task == "sms":
-        frame = pd.read_csv(
-            TEXT / "sms_spam_collection.tsv",
-            sep="\t",
-            header=None,
-            names=["label", "text"],
-            quoting=3,
-        )
-    else:
-        raise SystemExit(f"unknown task {task!r}; use imdb or sms")
+    if task not in TASKS:
+        raise SystemExit(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+    name, columns = TASKS[task]
+    frame = pd.read_csv(TEXT / name, sep="\t", header=None, names=columns, quoting=3)
     order = np.random.default_rng(0).permutation(len(frame))
     train, test = frame.iloc[order[:600]], frame.iloc[order[600:800]]
     public = pd.concat(

@@ -287,6 +287,7 @@ def attack_transform(
         target = model.pooled(clean_original, original.attention_mask)
         clean_public = model.embed_tokens(reference.input_ids)
     ids, mask = batch.input_ids, batch.attention_mask
+    scored = scored_positions(model, ids, mask)
 
     def run(name: str, sigma: float | None, obfuscate: Obfuscator, invert: bool) -> Condition:
         with torch.no_grad():
@@ -314,7 +315,6 @@ def attack_transform(
                 model, obfuscate, public, steps=inverter_steps, seed=seed, progress=progress
             )
             guesses.append((ATTACK_NAME, inverter.tokens(sent, mask)))
-            scored = scored_positions(model, ids, mask)
             information = information_estimate(inverter, sent, mask, ids, scored, prior.unigram)
         found = tuple(recovery(model, g, ids, mask, attack) for attack, g in guesses)
         pii = tuple(

@@ -21,7 +21,7 @@ from.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -142,29 +142,28 @@ class Inverter:
         """``log q(true token | obfuscated sequence)`` at every position (full softmax over the
         table), ``(n, length)`` in nats."""
         torch = require_torch()
-        self.network.eval()
-        with torch.no_grad():
-            parts = [
-                torch.log_softmax(self.network(e, m), dim=-1).gather(-1, ids[..., None])[..., 0]
-                for e, m, ids in zip(
-                    embeds.split(chunk),
-                    attention_mask.split(chunk),
-                    input_ids.split(chunk),
-                    strict=True,
-                )
-            ]
+        parts = [
+            torch.log_softmax(logits, dim=-1).gather(-1, ids[..., None])[..., 0]
+            for logits, ids in zip(
+                self._logits(embeds, attention_mask, chunk), input_ids.split(chunk), strict=True
+            )
+        ]
         return torch.cat(parts).numpy()
 
     def tokens(self, embeds: Any, attention_mask: Any, *, chunk: int = 16) -> Any:
         """The most likely token id at every position of ``embeds`` ``(n, length, dim)``."""
         torch = require_torch()
-        self.network.eval()
-        with torch.no_grad():
-            parts = [
-                self.network(e, m).argmax(dim=-1)
-                for e, m in zip(embeds.split(chunk), attention_mask.split(chunk), strict=True)
-            ]
+        parts = [logits.argmax(dim=-1) for logits in self._logits(embeds, attention_mask, chunk)]
         return torch.cat(parts).numpy()
+
+    def _logits(self, embeds: Any, attention_mask: Any, chunk: int) -> Iterator[Any]:
+        """The network's logits over the whole table, ``chunk`` texts at a time, no gradient."""
+        torch = require_torch()
+        self.network.eval()
+        for e, m in zip(embeds.split(chunk), attention_mask.split(chunk), strict=True):
+            with torch.no_grad():
+                logits = self.network(e, m)
+            yield logits
 
 
 def train_inverter(
