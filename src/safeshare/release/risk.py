@@ -79,27 +79,51 @@ def measure_risk(
     out = check_output(out, force=force, inputs=[p for p in (source, population) if p])
     _check_settings(quasi_identifiers, population_size, threshold)
     progress("reading", 0.0)
-    frame = read_frame(source)
     qis = list(quasi_identifiers)
-    _check_columns(frame, qis, "the table")
-    domain = _exact_domain(frame, qis)
-    table = encode_frame(frame[qis], domain)[0]
-    people = None
-    if population is not None:
-        known = read_frame(population)
-        _check_columns(known, qis, "the population table")
-        people = encode_frame(known[qis], domain)[0]
-    if population_size is not None and population_size < len(frame):
+    table, people = _read_tables(source, population, qis)
+    if population_size is not None and population_size < len(table):
         raise InputError(
             f"--population-size {population_size:,} is smaller than the table's "
-            f"{len(frame):,} records; give the size of the population the records come from"
+            f"{len(table):,} records; give the size of the population the records come from"
         )
     progress("measuring", 0.3)
     risk = reidentification_risk(
         table, qis, population_size=population_size, population=people, threshold=threshold
     )
-    records = _record_risks(table, people, qis, risk)
-    measurement = {
+    measurement = _measurement(source, population, risk)
+    progress("writing", 0.9)
+    html = render_risk_report(measurement)
+    files: dict[str, pd.DataFrame | str] = {
+        "risk.json": to_json(measurement),
+        "records.csv": _record_risks(table, people, qis, risk),
+        "report.html": html,
+    }
+    write_release(out, files, force)
+    progress("done", 1.0)
+    return RiskMeasurement(out, measurement, risk)
+
+
+def _read_tables(
+    source: str | Path, population: str | Path | None, qis: list[str]
+) -> tuple[Table, Table | None]:
+    """The table's quasi-identifiers encoded with every value its own code, and the
+    population table's on the same codes (None without one)."""
+    frame = read_frame(source)
+    _check_columns(frame, qis, "the table")
+    domain = _exact_domain(frame, qis)
+    table = encode_frame(frame[qis], domain)[0]
+    if population is None:
+        return table, None
+    known = read_frame(population)
+    _check_columns(known, qis, "the population table")
+    return table, encode_frame(known[qis], domain)[0]
+
+
+def _measurement(
+    source: str | Path, population: str | Path | None, risk: ReidentificationResult
+) -> dict[str, Any]:
+    """``risk.json``: the card header (no guarantee: a measurement), then the figures."""
+    return {
         **card_header(
             "risk",
             GUARANTEE,
@@ -116,16 +140,6 @@ def measure_risk(
         "records_file": "records.csv: per record, in the input's order, its class size and its "
         "prosecutor and journalist risk (no value of the data)",
     }
-    progress("writing", 0.9)
-    html = render_risk_report(measurement)
-    files: dict[str, pd.DataFrame | str] = {
-        "risk.json": to_json(measurement),
-        "records.csv": records,
-        "report.html": html,
-    }
-    write_release(out, files, force)
-    progress("done", 1.0)
-    return RiskMeasurement(out, measurement, risk)
 
 
 def _check_settings(

@@ -53,7 +53,8 @@ from safeshare.release.job import Bill, Job, Payment, charge
 from safeshare.release.output import write_release
 from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ReleaseResult, read_input
 from safeshare.release.resume import save_results
-from safeshare.report.text import build_text_card, render_text_report
+from safeshare.report.card import RowCounts, Spending
+from safeshare.report.text import TextColumns, build_text_card, render_text_report
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.evolution import PrivateEvolution
 from safeshare.synth.pe.histogram import samples_per_parent
@@ -302,13 +303,10 @@ def _release_frame(
     synthetic = _evolved(model, train, settings)
     report("evaluating", 0.85)
     metrics = _metrics(synthetic, train, holdout, settings, embed) if settings.evaluate else {}
-    sizes = {
-        "rows_in": len(frame),
-        "rows_train": len(train),
-        "rows_holdout": len(holdout),
-        "rows_out": len(synthetic),
-    }
-    outcome = _Outcome(labels, sizes, metrics, notes, rand.secure)
+    rows = RowCounts(
+        len(frame), len(train), len(holdout), len(synthetic), settings.holdout_fraction
+    )
+    outcome = _Outcome(labels, rows, metrics, notes, rand.secure)
     card = _card(settings, plan, model, bill, payment, outcome)
     report("writing", 0.95)
     html = render_text_report(card)
@@ -432,7 +430,7 @@ class _Outcome:
     """What a text release found and measured, for its card."""
 
     labels: list[str]
-    sizes: dict[str, int]
+    rows: RowCounts
     metrics: dict[str, Any]
     notes: list[str]
     secure_noise: bool
@@ -448,23 +446,28 @@ def _card(
 ) -> dict[str, Any]:
     """The text release's card (:func:`safeshare.report.text.build_text_card`)."""
     names, labels, notes = settings.label_names, outcome.labels, outcome.notes
+    spending = Spending(
+        "pe",
+        settings.budget,
+        Accountant(plan.events, "gdp"),
+        plan.exact_epsilon,
+        outcome.secure_noise,
+    )
+    columns = TextColumns(
+        settings.text_column,
+        settings.label_column,
+        {label: names.get(label, label) for label in labels},
+        "public (--label-names)" if names else "private data, DP",
+    )
     return build_text_card(
-        budget=settings.budget,
-        events=plan.events,
-        epsilon_spent=plan.exact_epsilon,
+        spending,
+        columns=columns,
         delta_thresholds=plan.delta_thresholds,
-        secure_noise=outcome.secure_noise,
-        text_column=settings.text_column,
-        label_column=settings.label_column,
-        label_names={label: names.get(label, label) for label in labels},
-        labels_from="public (--label-names)" if names else "private data, DP",
         model=_describe(
             model, settings.backend, settings.iterations, settings.samples_per_iteration
         ),
-        name=bill.name,
-        fingerprint=bill.fingerprint,
-        **outcome.sizes,
-        holdout_fraction=settings.holdout_fraction,
+        dataset={"name": bill.name, "sha256": bill.fingerprint},
+        rows=outcome.rows,
         metrics=outcome.metrics,
         ledger=payment.summary(),
         notes=notes + discovery_notes(labels, settings.discovers_labels) + settings.backend.notes,

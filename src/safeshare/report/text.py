@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from safeshare.dp.accountant import Accountant
-from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.events import PrivacyEvent
-from safeshare.report.card import as_json, card_header
+from safeshare.report.card import RowCounts, Spending, as_json, card_header
 
 
 def gdp_items(events: Sequence[PrivacyEvent]) -> list[dict[str, Any]]:
@@ -43,37 +43,40 @@ def gdp_items(events: Sequence[PrivacyEvent]) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class TextColumns:
+    """The columns of a text release: the synthesized text, the label column (None without
+    one), each label's name and where the labels came from."""
+
+    text: str
+    label: str | None
+    label_names: Mapping[str, str]
+    labels_from: str
+
+
 def build_text_card(
+    spending: Spending,
     *,
-    budget: PrivacyBudget,
-    events: Sequence[PrivacyEvent],
-    epsilon_spent: float,
+    columns: TextColumns,
     delta_thresholds: float,
-    secure_noise: bool,
-    text_column: str,
-    label_column: str | None,
-    label_names: Mapping[str, str],
-    labels_from: str,
     model: dict[str, Any],
-    name: str,
-    fingerprint: str,
-    rows_in: int,
-    rows_train: int,
-    rows_holdout: int,
-    rows_out: int,
-    holdout_fraction: float,
+    dataset: Mapping[str, Any],
+    rows: RowCounts,
     metrics: dict[str, Any],
     ledger: dict[str, Any],
     notes: list[str],
 ) -> dict[str, Any]:
-    """The card of a text release, as it reads back from JSON."""
-    exact = Accountant(events, "gdp")
+    """The card of a text release, as it reads back from JSON (``spending.accountant`` holds
+    the release's events under the exact GDP accounting)."""
+    budget, events, exact = spending.budget, spending.accountant.events, spending.accountant
     mu = exact.gdp_mu()
-    columns: dict[str, Any] = {
+    text_column, label_column = columns.text, columns.label
+    label_names, labels_from = columns.label_names, columns.labels_from
+    entries: dict[str, Any] = {
         text_column: {"kind": "text", "role": "other", "source": "synthesized", "dropped": False}
     }
     if label_column is not None:
-        columns[label_column] = {
+        entries[label_column] = {
             "kind": "categorical",
             "role": "other",
             "source": labels_from,
@@ -95,19 +98,20 @@ def build_text_card(
             private.append("which label values exist, found with a thresholded DP histogram")
     guarantee = (
         f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
-        "training split" + (", for anyone who does not know the seed" if not secure_noise else "")
+        "training split"
+        + (", for anyone who does not know the seed" if not spending.secure_noise else "")
     )
     header = card_header(
-        "pe",
+        spending.method,
         guarantee,
         budget=budget,
-        secure_noise=secure_noise,
-        source={"name": name, "sha256": fingerprint},
+        secure_noise=spending.secure_noise,
+        source=dataset,
     )
     card = {
         **header,
         "data": "text",
-        "epsilon_spent": epsilon_spent,
+        "epsilon_spent": spending.epsilon_spent,
         "budget": {
             **exact.describe(),
             "composition": "Gaussian DP: Gaussian steps of L2 sensitivity 1 compose to mu-GDP with "
@@ -125,12 +129,12 @@ def build_text_card(
             "items": gdp_items(events),
         },
         "domain_source": f"labels: {labels_from}" if label_column else "no label column",
-        "columns": columns,
-        "rows_in": rows_in,
-        "rows_train": rows_train,
-        "rows_holdout": rows_holdout,
-        "rows_out": rows_out,
-        "holdout_fraction": holdout_fraction,
+        "columns": entries,
+        "rows_in": rows.read,
+        "rows_train": rows.train,
+        "rows_holdout": rows.holdout,
+        "rows_out": rows.written,
+        "holdout_fraction": rows.holdout_fraction,
         "metrics": metrics,
         "model": {**model, "label_names": dict(label_names), "public": public, "private": private},
         "ledger": ledger,
