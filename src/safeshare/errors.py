@@ -63,6 +63,11 @@ class OutputWriteError(SafeshareError, OSError):
     the run's budget was refunded."""
 
 
+class OutOfMemoryError(SafeshareError, MemoryError):
+    """A run ran out of memory; the message says whether its budget was refunded and how
+    to need less."""
+
+
 class MissingDependencyError(SafeshareError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
 

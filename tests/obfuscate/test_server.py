@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -287,3 +289,89 @@ def test_refusals_name_the_reason(
         client.embed([" ".join(["word"] * 100)])
     with pytest.raises(InputError, match="http://HOST:PORT"):
         ObfuscatingClient(transform, "localhost:8080", model=minilm)
+
+
+PARTIAL_HEADERS = b"POST /v1/embed HTTP/1.1\r\nHost: x\r\n"  # the blank line never comes
+
+
+def _stall(url: str) -> socket.socket:
+    """A connection that sends part of a request's headers, then nothing more."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = socket.create_connection((host, int(port)), timeout=5)
+    connection.sendall(PARTIAL_HEADERS)
+    return connection
+
+
+def _until_closed(connection: socket.socket, wait: float = 3.0) -> bytes | None:
+    """What the server sends before it closes ``connection``; None if still open after ``wait``."""
+    connection.settimeout(wait)
+    received = b""
+    try:
+        while chunk := connection.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return None
+    return received
+
+
+def test_a_client_stalling_in_its_headers_gets_408_and_is_closed(minilm: FrozenModel) -> None:
+    with serve_in_thread(create_app(minilm), header_timeout=0.5) as base:
+        started = time.monotonic()
+        with _stall(base) as stalled:
+            answer = _until_closed(stalled)
+        assert answer is not None, "a client stalling in its headers kept its connection"
+        assert answer.startswith(b"HTTP/1.1 408") and 0.4 < time.monotonic() - started < 2
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as silent:
+            assert _until_closed(silent) == b""  # nothing begun: closed without an answer
+        kept = http.client.HTTPConnection(host, int(port), timeout=5)
+        kept.request("GET", "/v1/info")  # a served request, then the next one's headers stall
+        assert kept.getresponse().read() and kept.sock is not None
+        kept.sock.sendall(PARTIAL_HEADERS)
+        started = time.monotonic()
+        answer = _until_closed(kept.sock)
+        assert answer is not None and answer.startswith(b"HTTP/1.1 408")
+        assert time.monotonic() - started < 2
+        kept.close()
+        still_answers(base)
+
+
+def test_stalled_headers_cannot_hold_the_connection_cap(minilm: FrozenModel) -> None:
+    with serve_in_thread(create_app(minilm), header_timeout=1.0, max_connections=50) as base:
+        stalled = [_stall(base) for _ in range(50)]
+        with pytest.raises(urllib.error.HTTPError) as full:
+            urllib.request.urlopen(base + "/v1/info", timeout=5)
+        assert full.value.code == 503  # the cap is full of stalled clients
+        deadline = time.monotonic() + 3  # they all began together: all closed by then
+        answers = [_until_closed(c, max(0.05, deadline - time.monotonic())) for c in stalled]
+        for connection in stalled:
+            connection.close()
+        assert None not in answers, "clients stalling in their headers kept their connections"
+        still_answers(base)
+
+
+# any JSON a client may send: scalars, lists and objects nested a few levels, keys that the
+# request format uses mixed with others
+_KEYS = st.sampled_from(["format", "fingerprint", "shape", "data", "mask", "dtype", "x", ""])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_JSON)
+def test_any_json_body_gets_an_answer_never_a_server_error(url: str, body: Any) -> None:
+    code, answer = post(url, json.dumps(body).encode())
+    assert 400 <= code < 500, (code, answer)
+    assert isinstance(answer.get("error"), str) and "Traceback" not in answer["error"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.binary(max_size=300))
+def test_any_bytes_get_an_answer_never_a_server_error(url: str, body: bytes) -> None:
+    code, answer = post(url, body)
+    assert 400 <= code < 500, (code, answer)

@@ -280,6 +280,13 @@ def test_a_user_batch_over_half_the_users_is_refused_before_the_ledger(fair_smal
         (["--epochs", "inf"], "--epochs must be a positive, finite number"),
         (["--seed", "-1"], "--seed must be a whole number"),
         (["--epsilon", "1e308"], "protects no one"),
+        # found by the hostile corpus (tests/test_hostile_corpus.py): each was charged, then failed
+        (["--epsilon", "1e-300"], "even noise multiplier 1024 spends"),
+        (["--delta", "1e-300"], "even noise multiplier 1024 spends"),
+        (["--batch-size", "5000"], "must lie in [1, 750]"),
+        (["--clipping", "x"], "--clipping 'x' is unknown"),
+        (["--hidden", "4294967297"], "--hidden must be a whole number in [1, 65536]"),
+        (["--learning-rate", "1e308"], "of at most 10"),
     ],
 )
 def test_bad_settings_are_refused_before_the_ledger(extra, message, fair_small, tmp_path, capsys):

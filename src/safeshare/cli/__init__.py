@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted; nothing was written")
         return 130
+    except MemoryError:  # before any spend, or in a job that spends none
+        error("the run ran out of memory; nothing was written: free memory or ask for less")
+        return 2
     except typer.Exit as done:
         return int(done.exit_code or 0)
     except typer.Abort:

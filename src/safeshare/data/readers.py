@@ -84,6 +84,22 @@ def sniff_csv(path: str | Path) -> tuple[str, bool]:
     return delimiter, _has_header(sample, delimiter)
 
 
+def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:
+    """A text file's content, or one :class:`InputError` line naming ``what`` it should be
+    when it is missing, a folder or not UTF-8 text."""
+    path = Path(path)
+    if not path.is_file():
+        state = "is a folder" if path.is_dir() else "does not exist"
+        raise InputFileNotFoundError(f"{what} {str(path)!r} {state}; check the path")
+    try:
+        return path.read_text(encoding=encoding)
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"{what} {str(path)!r} is not UTF-8 text (invalid byte at offset {err.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
 def fingerprint_file(path: str | Path) -> str:
     """SHA-256 of a file's bytes: the identity of a dataset in the privacy ledger."""
     digest = hashlib.sha256()

@@ -56,7 +56,11 @@ from safeshare.evaluate.linkage import linkage
 from safeshare.evaluate.membership import MembershipResult, membership_inference
 from safeshare.evaluate.memorization import MemorizationResult, memorization
 from safeshare.evaluate.ml_efficacy import DetectionResult, EfficacyResult, detection, ml_efficacy
-from safeshare.evaluate.reidentification import ReidentificationResult, reidentification_risk
+from safeshare.evaluate.reidentification import (
+    MAX_POPULATION,
+    ReidentificationResult,
+    reidentification_risk,
+)
 from safeshare.evaluate.results import UtilityResult
 from safeshare.evaluate.singling_out import singling_out
 from safeshare.evaluate.utility import marginal_tvd
@@ -94,6 +98,11 @@ class EvaluationOptions:
     numeric_codes: int = NUMERIC_CODES
 
     def __post_init__(self) -> None:
+        size = self.population_size
+        if size is not None and (not isinstance(size, int) or not 1 <= size <= MAX_POPULATION):
+            raise EvaluationInputError(
+                f"--population-size must lie in 1..{MAX_POPULATION:,}, got {size!r}"
+            )
         if not isinstance(self.neighbours, int) or self.neighbours < 1:
             raise EvaluationInputError(f"--neighbours must be at least 1, got {self.neighbours!r}")
         if not isinstance(self.numeric_codes, int) or not 2 <= self.numeric_codes <= MAX_CODES:

@@ -46,6 +46,7 @@ from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
 from safeshare.evaluate.uniqueness import PopulationUniqueness, population_uniqueness
 
+MAX_POPULATION = 10**12  # the largest population a model estimates for (the world is 8e9)
 THREAT = (
     "An attacker who knows a person's quasi-identifiers (age, postcode, ...) looks them up in "
     "the table: a class of one record identifies them."

@@ -52,6 +52,8 @@ from safeshare.obfuscate.transform import ObfuscationTransform, gaussian_noise, 
 from safeshare.obfuscate.utility import NextTokenUtility, next_token_utility
 
 REPORT_FORMAT = "safeshare-obfuscation-attack/2"
+MAX_BEAM = 1024  # the BeamClean-style attack's widest beam
+MAX_INVERTER_STEPS = 1_000_000  # the learned inverter's training steps at most
 NN_NAME = "nearest neighbour"
 LEARNED = "learned transform"
 GUARANTEE = (
@@ -270,8 +272,11 @@ def attack_transform(
             f"need at least 2 public texts for the attacker's noise estimate and prior, got "
             f"{len(public)}; pass a public text file (one text per line)"
         )
-    if beam < 1 or inverter_steps < 0:
-        raise InputError(f"beam={beam}, inverter_steps={inverter_steps}: need >= 1 and >= 0")
+    if not (1 <= beam <= MAX_BEAM and 0 <= inverter_steps <= MAX_INVERTER_STEPS):
+        raise InputError(
+            f"beam={beam}, inverter_steps={inverter_steps}: need a beam in [1, {MAX_BEAM}] "
+            f"and inverter steps in [0, {MAX_INVERTER_STEPS:,}]"
+        )
     if any(not s > 0 for s in sigmas):
         raise InputError(f"Gaussian sigmas must be > 0, not {list(sigmas)}")
     truth, positive = _labels(transform, texts, labels, positive)

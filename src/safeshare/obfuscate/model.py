@@ -114,29 +114,53 @@ def load_model(
     position limit.
     """
     require_torch()
+    if max_length is not None and not (isinstance(max_length, int) and max_length >= 2):
+        raise InputError(f"max_length must be an integer >= 2, not {max_length!r}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     folder, gguf = _model_folder(model)
     transformers = _transformers()
     if causal is None:
         causal = _is_causal(folder, gguf)
-    if gguf is None:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
-        kind = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
-        network = kind.from_pretrained(str(folder))
-    else:
-        options = {"local_files_only": True, "gguf_file": gguf}
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **options)
-            network = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **options)
-        except ImportError as error:  # the gguf package, to read GGUF files
-            raise MissingDependencyError(
-                f"loading the GGUF file {gguf!r} needs a missing package ({error.name}); "
-                "install it with `pip install gguf`"
-            ) from None
+    tokenizer, network = _loaded(transformers, model, folder, gguf, causal)
     if max_length is None:
         max_length = _configured_length(folder, network)
+    positions = getattr(network.config, "max_position_embeddings", None)
+    if isinstance(positions, int) and max_length > positions:
+        raise InputError(
+            f"max_length {max_length:,} is more tokens than the model's {positions:,} positions; "
+            f"give at most {positions:,}"
+        )
     return FrozenModel.wrap(network, tokenizer, max_length=max_length, causal=causal)
+
+
+def _loaded(
+    transformers: Any, model: str | Path, folder: Path, gguf: str | None, causal: bool
+) -> tuple[Any, Any]:
+    """The tokenizer and network of ``folder`` (or its GGUF file), or one :class:`InputError`
+    line when the files are not a model transformers can read."""
+    try:
+        if gguf is None:
+            kind = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
+            return (
+                transformers.AutoTokenizer.from_pretrained(str(folder)),
+                kind.from_pretrained(str(folder)),
+            )
+        options = {"local_files_only": True, "gguf_file": gguf}
+        return (
+            transformers.AutoTokenizer.from_pretrained(str(folder), **options),
+            transformers.AutoModelForCausalLM.from_pretrained(str(folder), **options),
+        )
+    except ImportError as error:  # the gguf package, to read GGUF files
+        raise MissingDependencyError(
+            f"loading the GGUF file {gguf!r} needs a missing package ({error.name}); "
+            "install it with `pip install gguf`"
+        ) from None
+    except (OSError, ValueError, KeyError) as error:  # a file transformers cannot read
+        raise InputError(
+            f"model {str(model)!r} could not be read as a model ({type(error).__name__}); pass "
+            f"a model folder, a .gguf file, {DEFAULT_MODEL!r} or {SMOLLM2!r}"
+        ) from None
 
 
 def _configured_length(folder: Path, network: Any) -> int:

@@ -11,7 +11,9 @@ and validated (format, fingerprint, shape against the model's hidden size, finit
 bad one gets a 4xx JSON ``{"error": reason}`` naming the field, and the server keeps running.
 Nothing logs request contents (uvicorn's access log has method, path and status only).
 :func:`serve` runs it with uvicorn; :func:`serve_in_thread` runs it in a background thread on
-a free loopback port (tests, benchmarks).  starlette, uvicorn and torch are imported lazily.
+a free loopback port (tests, benchmarks).  Both use uvicorn's h11 protocol with a header
+timeout (:data:`HEADER_TIMEOUT`), so clients that never finish their headers cannot hold the
+connection cap.  starlette, uvicorn and torch are imported lazily.
 
 >>> SERVE_INSTALL.startswith("pip install")
 True
@@ -67,6 +69,7 @@ def limits_for(
 _DRAIN_BYTES = 16 << 20  # of a refused body, read and dropped so the client can read the 413
 BODY_TIMEOUT = 10.0  # seconds a request may take between two chunks of its body
 MAX_CONNECTIONS = 256  # connections and requests at once; beyond, 503 (uvicorn's limit)
+HEADER_TIMEOUT = 10.0  # seconds for a request line and headers, from connect or last response
 
 
 async def _read_body(request: Any, limit: int) -> bytes:
@@ -203,6 +206,68 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
+def _http_protocol(header_timeout: float) -> type[Any]:
+    """uvicorn's h11 protocol, closing a connection whose request headers take too long.
+
+    uvicorn arms its keep-alive timer only after a response, and the app never sees a request
+    whose headers are unfinished, so a client sending headers slowly (slowloris) would hold its
+    connection for ever.  Here a timer runs while no request is being served: from the
+    connection's start, and again from the end of each response; a request dispatched to the
+    app stops it (the app times out a stalled body itself, see :data:`BODY_TIMEOUT`).  When it
+    fires, a client that has sent part of a request gets 408, then the connection is closed.
+    """
+    if not isinstance(header_timeout, int | float) or not header_timeout > 0:
+        raise InputError(f"header_timeout must be a positive number, not {header_timeout!r}")
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_header_timer()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._cancel_header_timer()  # headers complete: the app has the request
+
+        def on_response_complete(self) -> None:
+            self._arm_header_timer()  # first: super() may dispatch a pipelined request
+            super().on_response_complete()
+
+        def _arm_header_timer(self) -> None:
+            self._cancel_header_timer()
+            if not self.transport.is_closing():
+                self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _cancel_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            if self.transport.is_closing():
+                return
+            if self.conn.our_state is h11.IDLE and self.conn.trailing_data[0]:
+                headers = [(b"content-length", b"0"), (b"connection", b"close")]
+                answer = h11.Response(status_code=408, headers=headers, reason=b"Request Timeout")
+                try:
+                    self.transport.write(self.conn.send(answer) or b"")
+                    self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+                except h11.LocalProtocolError:  # pragma: no cover - h11 refused; just close
+                    pass
+            self.transport.close()
+
+    return HeaderTimeoutProtocol
+
+
 def serve(
     app: Any,
     *,
@@ -223,23 +288,47 @@ def serve(
             raise InputError(f"torch_threads must be a positive integer, not {torch_threads!r}")
         require_torch().set_num_threads(torch_threads)
     _uvicorn().run(
-        app, host=host, port=port, log_level=log_level, limit_concurrency=MAX_CONNECTIONS
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        limit_concurrency=MAX_CONNECTIONS,
+        http=_http_protocol(HEADER_TIMEOUT),
+        ws="none",
     )
 
 
 @contextmanager
 def serve_in_thread(
-    app: Any, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 30.0
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout: float = 30.0,
+    header_timeout: float = HEADER_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[str]:
-    """Run ``app`` on ``port`` (0: a free one) of ``host`` in a thread; yields its base URL."""
+    """Run ``app`` on ``port`` (0: a free one) of ``host`` in a thread; yields its base URL.
+
+    ``header_timeout`` and ``max_connections`` are :func:`serve`'s limits (smaller in tests).
+    """
     uvicorn = _uvicorn()
+    protocol = _http_protocol(header_timeout)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     port = listener.getsockname()[1]
     # log_config=None: uvicorn attaches no handler to the sys.stderr of the moment (under a
     # test runner, a capture stream closed when the test ends); its loggers propagate instead
-    config = uvicorn.Config(app, log_level="warning", access_log=False, log_config=None)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        log_config=None,
+        limit_concurrency=max_connections,
+        http=protocol,
+        ws="none",
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()

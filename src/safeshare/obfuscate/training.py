@@ -200,6 +200,9 @@ def _losses(
     return utility_loss, found - level, utility, level
 
 
+MAX_STEPS = 1_000_000  # steps (and texts a batch) one training run takes at most
+
+
 def train_transform(
     model: FrozenModel,
     texts: Sequence[str],
@@ -242,10 +245,10 @@ def train_transform(
         raise InputError(f"attacker {attacker!r} is not one of {', '.join(ATTACKERS)}")
     if not weight >= 0 or math.isinf(weight):
         raise InputError(f"weight must be a finite number >= 0, not {weight!r}")
-    if steps < 1 or batch_size < 1 or record_every < 1:
+    if not (1 <= steps <= MAX_STEPS and 1 <= batch_size <= MAX_STEPS and record_every >= 1):
         raise InputError(
             f"steps={steps}, batch_size={batch_size}, record_every={record_every}: each must be "
-            ">= 1"
+            f">= 1, and steps and batch_size at most {MAX_STEPS:,}"
         )
     texts = list(texts)
     if len(texts) < 2:

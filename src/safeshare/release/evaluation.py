@@ -43,7 +43,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.codec import encode_frame
 from safeshare.data.domain import Domain, Kind, Role
 from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_column_unsafe
-from safeshare.data.readers import fingerprint_file, read_frame
+from safeshare.data.readers import fingerprint_file, read_frame, read_text
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.randomness import Randomness
@@ -248,10 +248,7 @@ def _described_inputs(files: EvaluationFiles, encoded: _Encoded) -> dict[str, An
 def read_hierarchy(path: str | Path) -> dict[str, set[str]]:
     """An ARX-style hierarchy file (one row per value: the value, then its node at each level)
     as node label -> the values under it."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"hierarchy file {str(path)!r} does not exist; check the path")
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_text(path, "hierarchy file", encoding="utf-8-sig")
     delimiter = ";" if text.count(";") >= text.count(",") else ","
     nodes: dict[str, set[str]] = {}
     for row in csv.reader(io.StringIO(text), delimiter=delimiter):

@@ -33,7 +33,7 @@ from safeshare.evaluate.split import holdout_size, train_holdout_split
 from safeshare.output_folder import read_json
 from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import read_input
-from safeshare.release.training import check_training_job
+from safeshare.release.training import check_reachable_budget, check_training_job
 from safeshare.report.card import card_header
 from safeshare.train.language_model import (
     KIND,
@@ -168,6 +168,8 @@ def train_language_model_release(
     units, held_out_users, split = _checked_units(
         source, holdout_fraction, settings, max_records_per_user, randomness
     )
+    training = units - holdout_size(units, holdout_fraction)
+    check_reachable_budget(training, settings, request.budget(units))
     with request.paid(source, units, "train dp-sgd language model") as (budget, payment):
         if split is None:
             split = train_holdout_split(rows, holdout_fraction, randomness.generator())

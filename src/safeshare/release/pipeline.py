@@ -68,7 +68,8 @@ from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
 from safeshare.synth.mst import MST
-from safeshare.synth.pe.histogram import samples_per_parent
+from safeshare.synth.pe.histogram import check_sizes, samples_per_parent
+from safeshare.synth.pe.lookahead import check_lookahead
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.synthesizer import TabularPE
 
@@ -76,6 +77,7 @@ METHODS = ("mst", "aim", "pe")  # DP synthesis; anonymization is release.anonymi
 DOMAIN_SHARE = 0.2  # share of rho that finds the domains the schema leaves open (Adult: 0.1 -> 0.2
 # took MST's neutral 3-way TVD from 0.143 to 0.121; 0.3 gave 0.124)
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
+MAX_ROWS = 2**31 - 1  # the most records one release writes (--rows)
 
 
 @dataclass(frozen=True)
@@ -142,11 +144,16 @@ class SynthesisSettings:
                 f"unknown output format {self.output_format!r}; "
                 f"choose one of {list(OUTPUT_FORMATS)}"
             )
-        if self.rows is not None and self.rows < 1:
-            raise InputError(f"rows must be at least 1, got {self.rows}")
+        if self.rows is not None and not 1 <= self.rows <= MAX_ROWS:
+            raise InputError(
+                f"--rows must lie in [1, {MAX_ROWS:,}] (the most records one release writes), "
+                f"got {self.rows:,}"
+            )
         if self.method == "pe":
             options = self.pe_options
             samples_per_parent(options.get("selection", "sample"), options.get("offspring"))
+            check_sizes(options.get("iterations"), options.get("samples_per_iteration"))
+            check_lookahead(options.get("lookahead", 0))
 
 
 def release(
@@ -240,7 +247,7 @@ def _release_input(
         sampled = sample_release(
             synthesizer, rows_out, plan.rng, out.parent, settings.output_format
         )
-        try:  # a streamed file never outlives a failed run
+        try:
             report("evaluating", 0.8)
             card, html = _evaluated(data, settings, plan, parts, sampled, domain, notes, payment)
             report("writing", 0.9)
@@ -249,9 +256,11 @@ def _release_input(
                 "card.json": card,
                 "report.html": html,
             }
+            # the paid block's last step: once the release is in place nothing refunds it
             write_release(out, files, job.force)
-        finally:
+        except BaseException:  # a streamed file never outlives a failed run
             sampled.discard()
+            raise
     report("done", 1.0)
     # folding and clipping are expected where DP chose the domain; against a schema they are news
     declared = [d.name for d in plan.decisions if d.source is Source.SCHEMA]

@@ -41,7 +41,13 @@ from typing import Any
 
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.ledger import Ledger, LedgerStatus
-from safeshare.errors import EngineJobError, InputError, OutputWriteError, SafeshareError
+from safeshare.errors import (
+    EngineJobError,
+    InputError,
+    OutOfMemoryError,
+    OutputWriteError,
+    SafeshareError,
+)
 
 RECEIPT = "spend.json"
 
@@ -136,6 +142,12 @@ def refund_on_failure(ledger: Ledger, spend: Spend, folder: str | Path | None) -
             raise OutputWriteError(
                 f"the run failed on the machine ({reason}). {REFUNDED}; free some space or "
                 "choose another --out, then run it again"
+            ) from None
+        if isinstance(err, MemoryError) and not isinstance(err, SafeshareError):
+            raise OutOfMemoryError(
+                f"the run ran out of memory. {REFUNDED}; free memory, or ask for less (a "
+                "smaller table, fewer synthetic rows, a smaller model or batch), then run "
+                "it again"
             ) from None
         raise
 

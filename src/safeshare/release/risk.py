@@ -38,6 +38,7 @@ from safeshare.data.readers import fingerprint_file, read_frame
 from safeshare.data.table import Table
 from safeshare.errors import InputError
 from safeshare.evaluate.reidentification import (
+    MAX_POPULATION,
     ReidentificationResult,
     record_risks,
     reidentification_risk,
@@ -150,8 +151,10 @@ def _check_settings(
     repeated = sorted({q for q in quasi_identifiers if list(quasi_identifiers).count(q) > 1})
     if repeated:
         raise InputError(f"--quasi-identifiers names {repeated} twice; name each column once")
-    if population_size is not None and population_size < 1:
-        raise InputError(f"--population-size must be a positive count, got {population_size}")
+    if population_size is not None and not 1 <= population_size <= MAX_POPULATION:
+        raise InputError(
+            f"--population-size must be a count in 1..{MAX_POPULATION:,}, got {population_size}"
+        )
     if not 0 < threshold <= 1:
         raise InputError(f"--threshold is a risk in (0, 1], got {threshold}")
 

@@ -57,8 +57,9 @@ from safeshare.report.card import RowCounts, Spending
 from safeshare.report.text import TextColumns, build_text_card, render_text_report
 from safeshare.synth.pe.backends import TextBackend
 from safeshare.synth.pe.evolution import PrivateEvolution
-from safeshare.synth.pe.histogram import samples_per_parent
+from safeshare.synth.pe.histogram import check_sizes, samples_per_parent
 from safeshare.synth.pe.labels import LabelledEvolution
+from safeshare.synth.pe.lookahead import check_lookahead
 from safeshare.synth.pe.neighbors import check_search
 from safeshare.synth.pe.text import MiniLMEmbedder
 
@@ -201,13 +202,10 @@ class TextSynthesisSettings:
         check_delta(self.delta)
         check_search(self.neighbour_search)
         samples_per_parent(self.selection, self.offspring)
-        for name, value in (
-            ("iterations", self.iterations),
-            ("samples", self.samples),
-            ("rows", self.rows),
-        ):
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise InputError(f"--{name} must be a positive integer, got {value!r}")
+        check_sizes(self.iterations, self.samples)
+        check_lookahead(self.lookahead)
+        if self.rows is not None and (not isinstance(self.rows, int) or self.rows < 1):
+            raise InputError(f"--rows must be a positive integer, got {self.rows!r}")
         if self.label_names and self.label_column is None:
             raise InputError("--label-names needs --label-column (the column holding the labels)")
 

@@ -23,6 +23,7 @@ from safeshare.release.job import JobRequest
 from safeshare.release.training import (
     Prepared,
     SensitiveTable,
+    check_reachable_budget,
     check_training_job,
     prepare_table,
     read_table,
@@ -112,6 +113,7 @@ def train_text_release(
         ids, units = _user_units(
             table, target, text_column, settings, user_column, max_records_per_user, unsafe_infer
         )
+    check_reachable_budget(units, settings, request.budget(units))
     with request.paid(source, units, "train dp-sgd text") as (budget, payment):
         prepared = prepare_table(
             source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed

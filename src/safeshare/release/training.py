@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -29,9 +29,9 @@ from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
 from safeshare.report.card import card_header, domain_source
-from safeshare.train.accounting import Accounting, DPSGDEvent
+from safeshare.train.accounting import Accounting, DPSGDEvent, check_reachable
 from safeshare.train.device import resolve_device
-from safeshare.train.dpsgd import check_settings, require_torch
+from safeshare.train.dpsgd import CLIPPINGS, DPSGDSettings, check_settings, require_torch
 from safeshare.train.tabular import TabularModel, train_tabular
 from safeshare.train.user_level import check_user_batch, count_users
 
@@ -70,6 +70,10 @@ class TrainingSettings:
 
     def __post_init__(self) -> None:
         check_settings(self)
+        if self.clipping not in CLIPPINGS:
+            raise InputError(
+                f"--clipping {self.clipping!r} is unknown; use one of {', '.join(CLIPPINGS)}"
+            )
 
 
 def train_release(
@@ -98,6 +102,7 @@ def train_release(
         source, ids = split_users(source, settings.user_column, target, unsafe_infer)
         units = count_users(ids, settings.max_records_per_user)
         check_user_batch(settings.batch_size, units)
+    check_reachable_budget(units, settings, request.budget(units))
     with request.paid(source, units, "train dp-sgd") as (budget, payment):
         prepared = prepare_table(
             source, target, budget, unsafe_infer=unsafe_infer, seed=request.seed
@@ -129,6 +134,34 @@ def train_release(
         report("writing", 1.0)
         model.save(request.out, force=request.force)
     return model
+
+
+class _Sized(Protocol):
+    """The training settings the budget check reads (every job's settings have them)."""
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def epochs(self) -> float: ...
+
+    @property
+    def accountant(self) -> Accounting: ...
+
+
+def check_reachable_budget(units: int, settings: _Sized, budget: PrivacyBudget) -> None:
+    """Before the spend: refuse a batch over half of the ``units`` DP-SGD samples from, or a
+    budget even the most noise cannot meet with them (all of the budget: a necessary
+    condition, the run's own calibration is exact)."""
+    dp = DPSGDSettings(
+        records=units,
+        batch_size=settings.batch_size,
+        epochs=settings.epochs,
+        epsilon=budget.epsilon,
+        delta=budget.delta,
+        accountant=settings.accountant,
+    )
+    check_reachable(dp.epsilon, dp.delta, dp.sampling_rate, dp.steps, accountant=dp.accountant)
 
 
 def check_training_job(request: JobRequest, device: str) -> None:

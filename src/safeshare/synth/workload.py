@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from safeshare.data.schema import read_yaml
 from safeshare.errors import SchemaError
 
 _KWAY = re.compile(r"^\s*(all[-_ ]?)?(\d+)[-_ ]?way\s*$", re.IGNORECASE)
@@ -69,11 +68,7 @@ class Workload:
             raise SchemaError(
                 f"workload {str(spec)!r} is neither 'Nway' (e.g. 3way) nor a YAML file"
             )
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as err:
-            raise SchemaError(f"workload file {str(path)!r} is not valid YAML: {err}") from None
-        return cls.from_dict(data, columns, source=str(path))
+        return cls.from_dict(read_yaml(path, "workload file"), columns, source=str(path))
 
     @classmethod
     def from_dict(cls, data: Any, columns: Sequence[str], source: str = "workload") -> Workload:

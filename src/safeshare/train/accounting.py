@@ -254,6 +254,40 @@ def calibrate_noise(
     return _refine(lambda s: fine(s) <= epsilon, low, high, tolerance)
 
 
+def check_reachable(
+    epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
+    *,
+    accountant: Accounting = "pld",
+) -> None:
+    """Refuse a budget that even the most noise :func:`calibrate_noise` tries cannot meet:
+    one accountant evaluation, cheap enough to run before a job's spend.
+
+    >>> check_reachable(1e-300, 1e-5, 0.1, 90, accountant="rdp")
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.BudgetError: epsilon=1e-300 cannot be reached with 90 steps at sampling rate 0.1: ...
+    """
+    check_epsilon(epsilon)
+    check_delta(delta)
+    _check(1.0, sampling_rate, steps)
+    _check_accountant(accountant)
+    if accountant == "prv":
+        spent = _prv_epsilon(_SIGMA_MAX, sampling_rate, steps, delta)
+        spent = math.inf if spent is None else spent
+    else:
+        spent = _epsilon(_SIGMA_MAX, sampling_rate, steps, delta, accountant, _COARSE)
+    if not spent <= epsilon:
+        raise BudgetError(
+            f"epsilon={epsilon:g} cannot be reached with {steps} steps at sampling rate "
+            f"{sampling_rate:.4g}: even noise multiplier {_SIGMA_MAX:g} spends "
+            f"epsilon={spent:.3g}; use fewer steps, a smaller sampling rate (batch), or a "
+            "larger epsilon"
+        )
+
+
 class _RdpBudgetTest:
     """Whether sigma meets ``epsilon`` under dp-accounting's RDP accountant, cheaply.
 

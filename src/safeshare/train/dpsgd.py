@@ -498,8 +498,23 @@ def _run_linear_ghost(
     return taken
 
 
-_POSITIVE = ("epochs", "learning_rate", "layer_learning_rate", "max_grad_norm")
-_WHOLE = ("batch_size", "hidden", "train_layers", "max_records_per_user")
+# each setting's largest value: beyond it no run is meant (a typo's extra digits), and the
+# run would overflow, exhaust memory or not end
+_POSITIVE = {
+    "epochs": 10_000,
+    "learning_rate": 10.0,
+    "layer_learning_rate": 10.0,
+    "max_grad_norm": 1e6,
+}
+_WHOLE = {
+    "batch_size": 100_000_000,
+    "hidden": 65_536,
+    "width": 65_536,
+    "train_layers": 64,
+    "layers": 64,
+    "heads": 64,
+    "max_records_per_user": 1_000_000,
+}
 
 
 def check_settings(settings: object) -> None:
@@ -510,22 +525,27 @@ def check_settings(settings: object) -> None:
     >>> check_settings(SimpleNamespace(learning_rate=float("nan")))
     Traceback (most recent call last):
     ...
-    safeshare.errors.InputError: --learning-rate must be a positive, finite number, got nan
+    safeshare.errors.InputError: --learning-rate must be a positive, finite number of at most 10, got nan
+    >>> check_settings(SimpleNamespace(hidden=2**32 + 1))
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: --hidden must be a whole number in [1, 65536], got 4294967297
     """
-    for name in _POSITIVE:
+    for name, most in _POSITIVE.items():
         value = getattr(settings, name, 1.0)
         if isinstance(value, bool) or not isinstance(value, int | float):
             value = math.nan
-        if not (math.isfinite(value) and value > 0):
+        if not (math.isfinite(value) and 0 < value <= most):
             flag = "--" + name.replace("_", "-")
             raise InputError(
-                f"{flag} must be a positive, finite number, got {getattr(settings, name)!r}"
+                f"{flag} must be a positive, finite number of at most {most:g}, "
+                f"got {getattr(settings, name)!r}"
             )
-    for name in _WHOLE:
+    for name, largest in _WHOLE.items():
         value = getattr(settings, name, 1)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
             flag = "--" + name.replace("_", "-")
-            raise InputError(f"{flag} must be a positive whole number, got {value!r}")
+            raise InputError(f"{flag} must be a whole number in [1, {largest}], got {value!r}")
 
 
 def torch_generator(seed: int | None) -> tuple[Any, bool]:

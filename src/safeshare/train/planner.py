@@ -159,6 +159,11 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
     )
 
 
+MAX_PLANNED_RECORDS = 10**12
+MAX_EPOCHS = 10_000
+MAX_PLANNED_STEPS = 1_000_000  # DP-SGD steps one configuration may take (VaultGemma: 100,000)
+
+
 def _steps(records: int, batch_size: int, epochs: float | None, max_steps: int | None) -> int:
     if epochs is None:
         if max_steps is None:
@@ -192,20 +197,34 @@ def plan_training(
     """
     if unit not in ("record", "user"):
         raise InputError(f"unit {unit!r} is unknown; use 'record' or 'user'")
-    if isinstance(records, bool) or not isinstance(records, int) or records < 2:
-        raise InputError(f"{unit}s must be a whole number of at least 2, got {records!r}")
+    if (
+        isinstance(records, bool)
+        or not isinstance(records, int)
+        or not 2 <= records <= MAX_PLANNED_RECORDS
+    ):
+        raise InputError(
+            f"{unit}s must be a whole number in [2, {MAX_PLANNED_RECORDS:,}], got {records!r}"
+        )
     check_epsilon(epsilon)
     check_delta(delta)
-    if epochs is not None and not (math.isfinite(epochs) and epochs > 0):
-        raise InputError(f"epochs must be a positive number, got {epochs!r}; try --epochs 10")
-    if max_steps is not None and (isinstance(max_steps, bool) or max_steps < 1):
-        raise InputError(f"max_steps must be a positive whole number, got {max_steps!r}")
+    if epochs is not None and not (math.isfinite(epochs) and 0 < epochs <= MAX_EPOCHS):
+        raise InputError(
+            f"epochs must be a positive number of at most {MAX_EPOCHS:,}, got {epochs!r}; "
+            "try --epochs 10"
+        )
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not 1 <= max_steps <= MAX_PLANNED_STEPS
+    ):
+        raise InputError(
+            f"max_steps must be a whole number in [1, {MAX_PLANNED_STEPS:,}], got {max_steps!r}"
+        )
     sizes = sorted(set(DEFAULT_BATCH_SIZES if batch_sizes is None else batch_sizes))
     if not sizes or sizes[0] < 1:
         raise InputError(f"batch sizes must be positive whole numbers, got {list(sizes)}")
     candidates: list[Candidate] = []
     skipped: dict[int, str] = {}
     usable = [b for b in sizes if b <= records // 2]
+    too_long: list[int] = []
     for size in sizes:
         if size not in usable:
             skipped[size] = f"batch size above half the {records} {unit}s"
@@ -214,6 +233,12 @@ def plan_training(
             progress(f"calibrating batch {size}", done / len(usable))
         q = size / records
         steps = _steps(records, size, epochs, max_steps)
+        if steps > MAX_PLANNED_STEPS:
+            skipped[size] = (
+                f"{steps:,} steps, more than {MAX_PLANNED_STEPS:,} (cap with --max-steps)"
+            )
+            too_long.append(size)
+            continue
         try:
             sigma = calibrate_noise(
                 epsilon, delta, q, steps, accountant=accountant, tolerance=tolerance
@@ -223,6 +248,12 @@ def plan_training(
             continue
         spent = dpsgd_epsilon(sigma, q, steps, delta, accountant=accountant)
         candidates.append(Candidate(size, q, steps, steps * q, sigma, spent))
+    if not candidates and usable and too_long == usable:
+        raise InputError(
+            f"every batch size takes more than {MAX_PLANNED_STEPS:,} steps over {records:,} "
+            f"{unit}s (batch {usable[-1]}: {skipped[usable[-1]].split(' steps')[0]}); cap them "
+            "with --max-steps, or pass larger --batch-sizes"
+        )
     if not candidates:
         raise BudgetError(_unreachable(records, epsilon, delta, usable, epochs, max_steps, unit))
     candidates.sort(key=lambda c: c.noise_batch_ratio)

@@ -138,6 +138,34 @@ def select(
     return Choice(rows, np.zeros(n, dtype=bool))
 
 
+MAX_ITERATIONS = 1_000
+MAX_SAMPLES = 10_000_000
+
+
+def check_sizes(iterations: object, samples: object) -> None:
+    """Refuse iterations or samples per iteration that are not counts a run can make
+    (``None``: the default), before any data is read.
+
+    >>> check_sizes(10, 1000)
+    >>> check_sizes(10**20, None)
+    Traceback (most recent call last):
+    ...
+    safeshare.errors.InputError: --iterations must be an integer in [1, 1000], got 100000000000000000000
+    """
+    for name, value, most in (
+        ("iterations", iterations, MAX_ITERATIONS),
+        ("samples", samples, MAX_SAMPLES),
+    ):
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | np.integer)
+            or not 1 <= value <= most
+        ):
+            raise InputError(f"--{name} must be an integer in [1, {most}], got {value!r}")
+
+
 def samples_per_parent(selection: object, offspring: object = None) -> int:
     """How many samples each selected sample gives the next population: 1 for ``sample``;
     ``offspring`` (default :data:`OFFSPRING`, at least 2) for ``rank``.  Refuses anything else,

@@ -36,12 +36,19 @@ from safeshare.synth.pe.api import VariationAPI
 Embed = Callable[[pd.DataFrame], np.ndarray]
 
 
+MAX_LOOKAHEAD = 64  # variations per sample at most (each costs an API call)
+
+
 def check_lookahead(lookahead: object) -> int:
     """``lookahead`` as a count of variations (0 = off), or an InputError saying what fits."""
-    if isinstance(lookahead, bool) or not isinstance(lookahead, int | np.integer) or lookahead < 0:
+    if (
+        isinstance(lookahead, bool)
+        or not isinstance(lookahead, int | np.integer)
+        or not 0 <= lookahead <= MAX_LOOKAHEAD
+    ):
         raise InputError(
-            f"lookahead must be a non-negative integer (variations per sample, 0 = off), "
-            f"not {lookahead!r}"
+            f"lookahead must be an integer in [0, {MAX_LOOKAHEAD}] (variations per sample, "
+            f"0 = off), not {lookahead!r}"
         )
     return int(lookahead)
 

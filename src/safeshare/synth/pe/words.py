@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from safeshare.data.readers import read_text
 from safeshare.errors import InputError
 
 _SLOT = re.compile(r"\{([A-Za-z_]\w*)\}")
@@ -76,10 +77,7 @@ class Vocabulary:
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
         """A vocabulary file (UTF-8)."""
-        file = Path(path)
-        if not file.is_file():
-            raise InputError(f"vocabulary file {str(file)!r} does not exist")
-        return cls.parse(file.read_text(encoding="utf-8"), str(file))
+        return cls.parse(read_text(path, "vocabulary file"), str(path))
 
     @classmethod
     def bundled(cls, name: str) -> Vocabulary:
