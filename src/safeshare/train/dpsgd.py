@@ -500,8 +500,9 @@ def _run_linear_ghost(
 
 # each setting's largest value: beyond it no run is meant (a typo's extra digits), and the
 # run would overflow, exhaust memory or not end
+MAX_EPOCHS = 10_000
 _POSITIVE = {
-    "epochs": 10_000,
+    "epochs": MAX_EPOCHS,
     "learning_rate": 10.0,
     "layer_learning_rate": 10.0,
     "max_grad_norm": 1e6,

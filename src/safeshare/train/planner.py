@@ -35,6 +35,7 @@ from typing import Any
 from safeshare.dp.budget import check_delta, check_epsilon
 from safeshare.errors import BudgetError, InputError
 from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
+from safeshare.train.dpsgd import MAX_EPOCHS
 from safeshare.train.loss_model import LossModel
 
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -160,7 +161,6 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
 
 
 MAX_PLANNED_RECORDS = 10**12
-MAX_EPOCHS = 10_000
 MAX_PLANNED_STEPS = 1_000_000  # DP-SGD steps one configuration may take (VaultGemma: 100,000)
 
 
