@@ -138,7 +138,11 @@ def _loaded(
     transformers: Any, model: str | Path, folder: Path, gguf: str | None, causal: bool
 ) -> tuple[Any, Any]:
     """The tokenizer and network of ``folder`` (or its GGUF file), or one :class:`InputError`
-    line when the files are not a model transformers can read."""
+    line when the files are not a model transformers can read.  transformers' own loading
+    bar stays off: the commands draw their progress (or none, with ``--quiet``)."""
+    bars = transformers.utils.logging
+    shown = bars.is_progress_bar_enabled()
+    bars.disable_progress_bar()
     try:
         if gguf is None:
             kind = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
@@ -161,6 +165,9 @@ def _loaded(
             f"model {str(model)!r} could not be read as a model ({type(error).__name__}); pass "
             f"a model folder, a .gguf file, {DEFAULT_MODEL!r} or {SMOLLM2!r}"
         ) from None
+    finally:
+        if shown:
+            bars.enable_progress_bar()
 
 
 def _configured_length(folder: Path, network: Any) -> int:
