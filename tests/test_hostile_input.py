@@ -184,3 +184,28 @@ def test_bad_files_end_in_one_error_line(argv, message, fair_csv, tmp_path, monk
     assert code == 2, err
     assert err.startswith("error:") and message in err and "Traceback" not in err
     assert "QQSECRET" not in err and not (tmp_path / "out").exists()
+
+
+def test_the_loser_of_two_releases_to_one_folder_is_not_charged(
+    fair_csv, tmp_path, monkeypatch, capsys
+):
+    """Another run puts its release at --out while this one computes: this one's output is
+    refused at the final swap, and its spend refunded."""
+    from safeshare.output_folder import MARKER
+    from safeshare.release import pipeline
+
+    out, ledger = tmp_path / "o", tmp_path / "ledger.sqlite"
+    evaluated = pipeline._evaluated
+
+    def raced(*args: object, **kwargs: object) -> object:
+        out.mkdir()
+        (out / MARKER).write_text("written by safeshare\n")
+        (out / "synthetic.csv").write_text("the winner's release\n")
+        return evaluated(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_evaluated", raced)
+    code = main(["release", str(fair_csv), "--out", str(out), "--ledger", str(ledger), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "exists" in err and "not charged" in err and "Traceback" not in err
+    assert _spends(ledger) == 0
+    assert (out / "synthetic.csv").read_text() == "the winner's release\n"

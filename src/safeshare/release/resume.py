@@ -135,15 +135,15 @@ def refund_on_failure(ledger: Ledger, spend: Spend, folder: str | Path | None) -
         if spend.resumed or folder is not None or spend_id is None:
             raise
         ledger.refund(spend_id, f"{type(err).__name__} before the output was in place")
-        if isinstance(err, EngineJobError):
-            raise EngineJobError(f"{err}. {REFUNDED}") from None
-        if isinstance(err, OSError) and not isinstance(err, SafeshareError):
+        if isinstance(err, SafeshareError):  # its own line, and that nothing was charged
+            raise type(err)(f"{err}. {REFUNDED}") from None
+        if isinstance(err, OSError):
             reason = err.strerror or type(err).__name__
             raise OutputWriteError(
                 f"the run failed on the machine ({reason}). {REFUNDED}; free some space or "
                 "choose another --out, then run it again"
             ) from None
-        if isinstance(err, MemoryError) and not isinstance(err, SafeshareError):
+        if isinstance(err, MemoryError):
             raise OutOfMemoryError(
                 f"the run ran out of memory. {REFUNDED}; free memory, or ask for less (a "
                 "smaller table, fewer synthetic rows, a smaller model or batch), then run "
