@@ -73,14 +73,9 @@ def read_labelled(data: Path, column: str, label_column: str) -> tuple[list[str]
 
 def read_lines(path: Path) -> list[str]:
     """The non-blank lines of a text file (one public text per line)."""
-    from safeshare.errors import InputError, InputFileNotFoundError
+    from safeshare.data.readers import read_text
 
-    if not path.is_file():
-        raise InputFileNotFoundError(f"public text file {str(path)!r} does not exist")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; pass one public text per line") from None
+    lines = read_text(path, "public text file").splitlines()
     return [line.strip() for line in lines if line.strip()]
 
 

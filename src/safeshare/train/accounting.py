@@ -280,12 +280,18 @@ def check_reachable(
     else:
         spent = _epsilon(_SIGMA_MAX, sampling_rate, steps, delta, accountant, _COARSE)
     if not spent <= epsilon:
-        raise BudgetError(
-            f"epsilon={epsilon:g} cannot be reached with {steps} steps at sampling rate "
-            f"{sampling_rate:.4g}: even noise multiplier {_SIGMA_MAX:g} spends "
-            f"epsilon={spent:.3g}; use fewer steps, a smaller sampling rate (batch), or a "
-            "larger epsilon"
-        )
+        raise _unreachable(epsilon, steps, sampling_rate, _SIGMA_MAX, spent)
+
+
+def _unreachable(
+    epsilon: float, steps: int, sampling_rate: float, sigma: float, spent: float
+) -> BudgetError:
+    """The refusal of a budget that noise multiplier ``sigma`` (the most tried) cannot meet."""
+    return BudgetError(
+        f"epsilon={epsilon:g} cannot be reached with {steps} steps at sampling rate "
+        f"{sampling_rate:.4g}: even noise multiplier {sigma:g} spends epsilon={spent:.3g}; "
+        "use fewer steps, a smaller sampling rate (batch), or a larger epsilon"
+    )
 
 
 class _RdpBudgetTest:
@@ -348,12 +354,7 @@ def _bisect(
     else:
         while not meets(high):
             if high >= _SIGMA_MAX:
-                raise BudgetError(
-                    f"epsilon={epsilon:g} cannot be reached with {steps} steps at sampling "
-                    f"rate {sampling_rate:.4g}: even noise multiplier {high:g} spends "
-                    f"epsilon={cost(high):.3g}; use fewer steps, a smaller sampling rate "
-                    "(batch), or a larger epsilon"
-                )
+                raise _unreachable(epsilon, steps, sampling_rate, high, cost(high))
             low, high = high, high * 2
     return _refine(meets, low, high, tolerance)
 
