@@ -223,3 +223,33 @@ def test_a_failed_spark_job_releases_nothing_and_refunds_the_ledger(tmp_path, fa
         settings=SynthesisSettings(epsilon=1.0),
     )
     assert Ledger(ledger_path).datasets()[0].spent_epsilon == pytest.approx(1.0)
+
+
+def test_a_headerless_file_is_read_as_its_owner_says_by_every_engine(tmp_path):
+    """Its first record looks like names, so detection would take it for a header; with
+    --no-header (Reading(header=False)) or a schema's ``header: false`` both engines read it
+    as a record and release the same rows."""
+    rows = [f"{r},{c}" for r, c in [("north", "red"), ("south", "blue"), ("east", "red")] * 200]
+    path = tmp_path / "regions.csv"
+    path.write_text("\n".join(["Zeta Quadrant,Mauve", *rows]) + "\n")
+    synthetic = {}
+    for engine in ("numpy", "duckdb"):
+        out = tmp_path / engine
+        release(
+            path,
+            out=out,
+            reading=Reading(engine=engine, header=False),
+            ledger=tmp_path / f"{engine}.sqlite",
+            seed=3,
+        )
+        card = json.loads((out / "card.json").read_text())
+        assert card["rows_in"] == 601
+        synthetic[engine] = (out / "synthetic.csv").read_bytes()
+    assert synthetic["numpy"] == synthetic["duckdb"]
+    assert synthetic["numpy"].startswith(b"column_1,column_2\n")
+    schema = tmp_path / "schema.yaml"
+    schema.write_text("header: false\ncolumns:\n  region: {}\n  colour: {}\n")
+    release(path, out=tmp_path / "named", reading=Reading(schema=schema, engine="duckdb"), seed=3,
+            ledger=tmp_path / "named.sqlite")  # fmt: skip
+    assert (tmp_path / "named" / "synthetic.csv").read_text().startswith("region,colour\n")
+    assert json.loads((tmp_path / "named" / "card.json").read_text())["rows_in"] == 601

@@ -3,7 +3,10 @@ from pathlib import Path
 import pytest
 
 from safeshare.data import read_frame
-from safeshare.errors import InputError, InputFileNotFoundError
+from safeshare.data.identity import Identity
+from safeshare.data.readers import MISSING_TOKENS, Layout, sniff_csv
+from safeshare.data.schema import Schema
+from safeshare.errors import InputError, InputFileNotFoundError, SchemaError
 from tests.conftest import SHARED, needs_shared
 
 
@@ -130,3 +133,47 @@ def test_arx_adult_semicolons():
 def test_a_numeric_looking_header_is_a_header(tmp_path):
     frame = read_frame(write(tmp_path, "id,2019,2020\n1,5,6\n2,7,8\n3,9,1\n"))
     assert list(frame.columns) == ["id", "2019", "2020"] and len(frame) == 3
+
+
+def _words_without_header(tmp_path: Path) -> tuple[Path, str]:
+    """A headerless file whose first record looks like names (it never recurs below): the
+    detection takes it for a header, which only the owner's word can correct."""
+    rows = "".join(f"{a},{b}\n" for a, b in [("north", "red"), ("south", "blue")] * 4)
+    return write(tmp_path, "Zeta Quadrant,Mauve\n" + rows, name="words.csv"), rows
+
+
+def test_the_owners_word_on_the_header_is_not_guessed(tmp_path):
+    path, _ = _words_without_header(tmp_path)
+    detected = read_frame(path)
+    assert list(detected.columns) == ["Zeta Quadrant", "Mauve"] and len(detected) == 8
+    assert sniff_csv(path) == (",", True)
+    headerless = read_frame(path, header=False)
+    assert list(headerless.columns) == ["column_1", "column_2"] and len(headerless) == 9
+    assert headerless["column_1"].iloc[0] == "Zeta Quadrant"
+    assert sniff_csv(path, header=False) == (",", False)
+    named = Layout(header=False, names=("region", "colour")).read(path)
+    assert list(named.columns) == ["region", "colour"] and len(named) == 9
+    # the other way: a first row the detection reads as a record, declared a header
+    numbers = write(tmp_path, "1,2\n3,4\n5,6\n", name="numbers.csv")
+    assert list(read_frame(numbers).columns) == ["column_1", "column_2"]
+    declared = read_frame(numbers, header=True)
+    assert list(declared.columns) == ["1", "2"] and len(declared) == 2
+
+
+def test_a_headerless_file_read_as_one_is_the_dataset_of_its_copy_with_a_header(tmp_path):
+    """The ledger charges records: --no-header reads the same records as the file with a
+    header row added; the misread (first record as names) is another dataset, one record short."""
+    path, rows = _words_without_header(tmp_path)
+    with_header = write(tmp_path, "region,colour\nZeta Quadrant,Mauve\n" + rows, name="h.csv")
+    assert Identity.of_file(path, header=False).records == Identity.of_file(with_header).records
+    assert Identity.of_file(path).records != Identity.of_file(with_header).records
+
+
+def test_a_schema_declares_the_header_and_the_command_line_overrides_it():
+    columns = {"columns": {"region": {}, "colour": {}}}
+    assert Schema.layout_of(Schema.from_dict(columns)).header is None
+    declared = Schema.from_dict({"header": False, **columns})
+    assert Schema.layout_of(declared) == Layout(False, ("region", "colour"), MISSING_TOKENS)
+    assert Schema.layout_of(declared, True).header is True
+    with pytest.raises(SchemaError, match="header"):
+        Schema.from_dict({"header": "sometimes", **columns})

@@ -55,11 +55,12 @@ def test_without_a_spelling_missing_values_stay_empty(tmp_path: Path) -> None:
 
 
 def test_discovery_counts_the_spellings_whatever_the_data_hold(tmp_path: Path) -> None:
+    from safeshare.data.readers import Layout
     from safeshare.data.row_order import RowOrder
     from safeshare.release.inputs import FrameInput
 
     _raw_table(50, 4).replace({"job": {"?": "cook"}}).to_csv(tmp_path / "t.csv", index=False)
-    data = FrameInput.from_file(tmp_path / "t.csv", None, None)
+    data = FrameInput.from_file(tmp_path / "t.csv", Layout(), None)
     data.split(0.2, RowOrder.draw(np.random.default_rng(0)))
     spellings = data.discovery_spellings()  # no token in the file: still measured, all ''
     assert spellings is not None and len(spellings) == 40 and spellings.columns.empty

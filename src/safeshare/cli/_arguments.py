@@ -75,6 +75,16 @@ def command(arguments: type[Arguments], run: Callable[[Arguments], None]) -> Cal
     return parsed
 
 
+def header_option() -> Any:
+    """``--header/--no-header``: whether a CSV's first row names the columns (default: detected)."""
+    return option(
+        "--header/--no-header",
+        help="Whether the CSV's first row is a header. Default: detected (or the schema's "
+        "header:); --no-header names the columns column_1, column_2, ... or by --schema's order.",
+        default=None,
+    )
+
+
 def force_option() -> Any:
     """``--force``, the same for every command that writes a folder."""
     return option("--force", help="Replace an earlier safeshare output at --out.", default=False)

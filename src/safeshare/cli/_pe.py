@@ -76,6 +76,7 @@ def release_text_command(given: ReleaseArguments) -> None:
             seed=given.seed,
             force=given.force,
             progress=progress,
+            header=given.header,
         )
     finish(given.quiet, result.warnings, partial(_summary, result.card, given.out))
 

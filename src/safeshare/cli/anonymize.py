@@ -9,7 +9,14 @@ from typing import Any
 
 from rich.text import Text
 
-from safeshare.cli._arguments import argument, command, force_option, option, quiet_option
+from safeshare.cli._arguments import (
+    argument,
+    command,
+    force_option,
+    header_option,
+    option,
+    quiet_option,
+)
 from safeshare.cli._output import finish, progress_bar, stdout, styled
 
 
@@ -26,6 +33,7 @@ class AnonymizeArguments:
     out: Path = option(
         "--out", "-o", help="Directory to write anonymized.csv, card.json, report.html."
     )
+    header: bool | None = header_option()
     force: bool = force_option()
     quiet: bool = quiet_option()
 
@@ -33,10 +41,16 @@ class AnonymizeArguments:
 def anonymize_table(given: AnonymizeArguments) -> None:
     """Anonymize a table (k-anonymity, l-diversity, t-closeness, ...) with an optimal search."""
     from safeshare.release.anonymize import release_anonymized
+    from safeshare.release.inputs import Reading
 
     with progress_bar(given.quiet) as progress:
         result = release_anonymized(
-            given.data, config=given.config, out=given.out, force=given.force, progress=progress
+            given.data,
+            config=given.config,
+            out=given.out,
+            force=given.force,
+            progress=progress,
+            reading=Reading(header=given.header),
         )
     finish(
         given.quiet, result.warnings, partial(anonymization_summary, result.card, str(given.out))

@@ -11,7 +11,14 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from safeshare.cli._arguments import argument, command, force_option, option, quiet_option
+from safeshare.cli._arguments import (
+    argument,
+    command,
+    force_option,
+    header_option,
+    option,
+    quiet_option,
+)
 from safeshare.cli._output import progress_bar, stdout, warn
 
 
@@ -49,6 +56,7 @@ class AuditArguments:
         help="Classifier canaries: random-label (default) or out-of-distribution.", default=None
     )
     schema: Path | None = option(help="The YAML schema the model was trained with.", default=None)
+    header: bool | None = header_option()
     significance: float = option(help="The audit holds with 1 - significance.", default=0.05)
     seed: int | None = option(help="Reproducible canaries and training.", default=None)
     force: bool = force_option()
@@ -86,6 +94,7 @@ def audit_trained_model(given: AuditArguments) -> None:
             given.out,
             settings,
             schema=given.schema,
+            header=given.header,
             force=given.force,
             progress=progress,
         )

@@ -56,6 +56,12 @@ class EvaluateArguments:
     schema: Path | None = option(
         "--schema", "-s", help="YAML schema: kinds, domains, quasi-identifier roles.", default=None
     )
+    header: bool | None = option(
+        "--header/--no-header",
+        help="Whether --train's and --holdout's first row is a header. Default: detected (or the "
+        "schema's header:); the release's is always detected.",
+        default=None,
+    )
     attacks: int = option("--attacks", help="Attacks per privacy attack.", default=500)
     quasi_identifiers: str | None = option(
         "--quasi-identifiers",
@@ -113,6 +119,7 @@ def evaluate_release(given: EvaluateArguments) -> None:
         auxiliary=given.aux,
         schema=given.schema,
         hierarchies=_pairs(given.hierarchy),
+        header=given.header,
     )
     quasi_identifiers, secrets = _names(given.quasi_identifiers), _names(given.secrets)
     options = EvaluationOptions(

@@ -62,6 +62,12 @@ def set_total(
     ledger: Path | None = typer.Option(
         None, help="Ledger file (default: $SAFESHARE_LEDGER or user data dir)."
     ),
+    header: bool | None = typer.Option(
+        None,
+        "--header/--no-header",
+        help="Whether the data file's first row is a header, as its releases read it "
+        "(default: detected).",
+    ),
 ) -> None:
     """Set a dataset's total budget (never below what it has spent)."""
     from safeshare.data.identity import Identity
@@ -72,7 +78,7 @@ def set_total(
     book = Ledger(ledger)
     path = Path(dataset)
     if path.is_file():
-        identity = Identity.of_file(path)
+        identity = Identity.of_file(path, header)
         fingerprint = identity.records
         known = book.carry_over(fingerprint, identity.formerly)
         name = known.name if known else path.name

@@ -13,7 +13,14 @@ from typing import Any
 
 from rich.text import Text
 
-from safeshare.cli._arguments import command, force_option, option, quiet_option, seed_option
+from safeshare.cli._arguments import (
+    command,
+    force_option,
+    header_option,
+    option,
+    quiet_option,
+    seed_option,
+)
 from safeshare.cli._output import progress_bar, stdout, styled, warn
 from safeshare.errors import InputError
 
@@ -51,6 +58,7 @@ class PacArguments:
         "--allow-swamped", help="Release even when the noise swamps the output.", default=False
     )
     seed: int | None = seed_option()
+    header: bool | None = header_option()
     force: bool = force_option()
     quiet: bool = quiet_option()
 
@@ -65,7 +73,7 @@ def calibrated_release(given: PacArguments) -> None:
     from safeshare.report.pac import build_pac_card, render_pac_report
 
     check_output(given.out, force=given.force, inputs=(given.data,))
-    frame = numeric_columns(read_frame(given.data))
+    frame = numeric_columns(read_frame(given.data, header=given.header))
     mechanism = load_function(given.function, "--function")
     user_sampler = load_function(given.sampler, "--sampler") if given.sampler else None
     with progress_bar(given.quiet) as progress:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from safeshare.cli._arguments import command, option
+from safeshare.cli._arguments import command, header_option, option
 from safeshare.cli._output import progress_bar, stdout, styled, warn
 from safeshare.errors import InputError
 
@@ -62,6 +62,7 @@ class PlanArguments:
     )
     target: str | None = option("--target", help="Target column (with --data).", default=None)
     schema: Path | None = option("--schema", help="Schema YAML (with --data).", default=None)
+    header: bool | None = header_option()
     pilots: int | None = option(
         "--pilots", help="Pilot runs for the loss model (with --data; default 6).", default=None
     )
@@ -84,9 +85,7 @@ def plan_dp_sgd(given: PlanArguments) -> None:
     table = None
     if given.data is not None and given.target is not None:
         pilots = 6 if given.pilots is None else given.pilots
-        table = _pilot_table(
-            given.data, given.target, given.schema, pilots, given.quiet, given.as_json
-        )
+        table = _pilot_table(given.data, given.target, given, pilots)
         records = len(table)
     with progress_bar(given.quiet or given.as_json) as progress:
         plan = plan_training(
@@ -204,10 +203,9 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
 plan_command = command(PlanArguments, plan_dp_sgd)
 
 
-def _pilot_table(
-    data: Path, target: str, schema: Path | None, pilots: int, quiet: bool, as_json: bool
-) -> Any:
-    """The table the pilots run on; says, before they run, that they are not private."""
+def _pilot_table(data: Path, target: str, given: PlanArguments, pilots: int) -> Any:
+    """The table the pilots run on (``data``, read with ``given``'s --schema and --header); says,
+    before they run, that they are not private."""
     from safeshare.dp.budget import PrivacyBudget
     from safeshare.release.training import prepare_table, read_table
     from safeshare.train.dpsgd import require_torch
@@ -221,7 +219,7 @@ def _pilot_table(
         )
     require_torch()
     warn(f"{pilots} pilot runs on {data.name}: {NOT_PRIVATE}")
-    source = read_table(data, target, schema)
+    source = read_table(data, target, given.schema, given.header)
     # the domain is read without DP too (the pilots are non-private tuning; nothing is released)
     prepared = prepare_table(source, target, PrivacyBudget(1.0, 1e-6), unsafe_infer=True)
     return prepared.table

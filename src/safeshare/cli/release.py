@@ -11,6 +11,7 @@ from safeshare.cli._arguments import (
     argument,
     command,
     force_option,
+    header_option,
     ledger_option,
     option,
     quiet_option,
@@ -155,15 +156,17 @@ class ReleaseArguments:
         "aug_pe.txt).",
         default=None,
     )
+    header: bool | None = header_option()
     force: bool = force_option()
     quiet: bool = quiet_option()
 
     def reading(self) -> Reading:
-        """How to read the input: --schema, --engine, --memory-limit, --spark-master."""
+        """How to read the input: --schema, --header, --engine, --memory-limit, --spark-master."""
         from safeshare.release.inputs import Reading
 
         return Reading(
             schema=self.schema,
+            header=self.header,
             engine=self.engine,
             memory_limit=self.memory_limit,
             spark_master=self.spark_master,

@@ -7,7 +7,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safeshare.cli._arguments import argument, command, force_option, option, quiet_option
+from safeshare.cli._arguments import (
+    argument,
+    command,
+    force_option,
+    header_option,
+    option,
+    quiet_option,
+)
 from safeshare.cli._output import finish, progress_bar, stdout
 
 if TYPE_CHECKING:
@@ -40,6 +47,7 @@ class RiskArguments:
     threshold: float = option(
         "--threshold", help="A record is at risk above this prosecutor risk.", default=0.2
     )
+    header: bool | None = header_option()
     force: bool = force_option()
     quiet: bool = quiet_option()
 
@@ -59,6 +67,7 @@ def measure(given: RiskArguments) -> None:
             threshold=given.threshold,
             force=given.force,
             progress=progress,
+            header=given.header,
         )
     finish(given.quiet, [], partial(_summary, done))
 

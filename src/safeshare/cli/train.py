@@ -24,6 +24,7 @@ from safeshare.cli._arguments import (
     argument,
     command,
     force_option,
+    header_option,
     ledger_option,
     option,
     quiet_option,
@@ -56,6 +57,7 @@ class TrainArguments:
         "--delta", help="Privacy budget delta (default 1 / (10 x records)).", default=None
     )
     schema: Path | None = schema_option()
+    header: bool | None = header_option()
     text_column: str | None = option(
         "--text-column",
         help="Train a text classifier (all-MiniLM-L6-v2, top layer(s) + head) on this column; "
@@ -163,6 +165,7 @@ class TrainArguments:
             total_epsilon=self.total_epsilon,
             total_delta=self.total_delta,
             force=self.force,
+            header=self.header,
         )
 
     def common(self) -> dict[str, Any]:

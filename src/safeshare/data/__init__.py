@@ -33,6 +33,6 @@ def read_table(path: str, schema: Schema) -> Table:
     Columns the schema does not mention are ignored.
     """
     domain = schema.domain()
-    frame = read_frame(path, names=schema.names, missing_values=schema.missing_values)
+    frame = Schema.layout_of(schema).read(path)
     table, _ = encode_frame(frame, domain)
     return table

@@ -60,9 +60,11 @@ class Identity:
     sha256: str = ""
 
     @classmethod
-    def of_file(cls, path: str | Path) -> Identity:
-        """A CSV or Parquet file's identity, or a folder of Parquet files'."""
-        return cls(file_identity(path), bytes_identity(Path(path)))
+    def of_file(cls, path: str | Path, header: bool | None = None) -> Identity:
+        """A CSV or Parquet file's identity, or a folder of Parquet files' (``header``: whether a
+        CSV's first row is a header, None to detect it as :func:`~safeshare.data.readers.read_frame`
+        does)."""
+        return cls(file_identity(path, header), bytes_identity(Path(path)))
 
     @classmethod
     def of_frame(cls, frame: pd.DataFrame) -> Identity:
@@ -116,11 +118,11 @@ def records_identity(frame: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def file_identity(path: str | Path) -> str:
+def file_identity(path: str | Path, header: bool | None = None) -> str:
     """The identity of a CSV or Parquet file, or of a folder of Parquet files, read in chunks
     (a file larger than memory is read as it streams by)."""
     digest = RecordsDigest()
-    for chunk in _chunks(Path(path)):
+    for chunk in _chunks(Path(path), header):
         digest.update(chunk)
     return digest.hexdigest()
 
@@ -137,7 +139,7 @@ def bytes_identity(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _chunks(path: Path) -> Iterator[pd.DataFrame]:
+def _chunks(path: Path, header: bool | None) -> Iterator[pd.DataFrame]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES)
         if not files:
@@ -147,11 +149,11 @@ def _chunks(path: Path) -> Iterator[pd.DataFrame]:
     elif path.suffix.lower() in PARQUET_SUFFIXES:
         yield from _parquet_chunks(path)
     else:
-        delimiter, header = sniff_csv(path)
+        delimiter, has_header = sniff_csv(path, header)
         yield from pd.read_csv(
             path,
             sep=delimiter,
-            header=0 if header else None,
+            header=0 if has_header else None,
             encoding="utf-8-sig",
             chunksize=_CHUNK_ROWS,
             **CSV_OPTIONS,

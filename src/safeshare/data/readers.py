@@ -22,6 +22,7 @@ import io
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,9 @@ def read_frame(
 ) -> pd.DataFrame:
     """Read a CSV/TSV or Parquet file into a DataFrame of text (NA where missing).
 
-    ``header=None`` detects whether the first row is a header; a file without one
-    takes ``names`` (e.g. a schema's column order) or ``column_1``, ``column_2``, ...
+    ``header=None`` detects whether the first row is a header (a guess: a headerless file
+    whose first record looks like names is read as if they were; say ``header=False``); a file
+    without one takes ``names`` (e.g. a schema's column order) or ``column_1``, ``column_2``, ...
     """
     path = Path(path)
     if not path.exists():
@@ -66,8 +68,36 @@ def read_frame(
     return _read_csv(path, header=header, names=names, missing_values=missing_values)
 
 
-def sniff_csv(path: str | Path) -> tuple[str, bool]:
-    """The delimiter of a CSV file and whether a header leads it, decided as :func:`read_frame` does.
+@dataclass(frozen=True)
+class Layout:
+    """How a table file is written: whether a header leads it (None: detected), the names its
+    columns take without one, and the spellings of a missing value.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = path.write_text("Ada,36\\nAlan,41\\n")
+    >>> list(Layout(header=False, names=("name", "age")).read(path)["name"])
+    ['Ada', 'Alan']
+    """
+
+    header: bool | None = None
+    names: tuple[str, ...] | None = None
+    missing_values: tuple[str, ...] = MISSING_TOKENS
+
+    def read(self, path: str | Path) -> pd.DataFrame:
+        """The file at ``path`` as :func:`read_frame` reads it with this layout."""
+        return read_frame(
+            path, header=self.header, names=self.names, missing_values=self.missing_values
+        )
+
+    def options(self) -> dict[str, Any]:
+        """The keywords an engine's ``open`` takes."""
+        return {"header": self.header, "names": self.names, "missing_values": self.missing_values}
+
+
+def sniff_csv(path: str | Path, header: bool | None = None) -> tuple[str, bool]:
+    """The delimiter of a CSV file and whether a header leads it, decided as :func:`read_frame`
+    does (``header``, when given, is the owner's word and is not guessed).
 
     Only the first 64 KiB are read, so this serves files far larger than memory.
     """
@@ -81,7 +111,7 @@ def sniff_csv(path: str | Path) -> tuple[str, bool]:
     if not sample.strip():
         raise InputError(f"{str(path)!r} is empty; give a table with a header and at least one row")
     delimiter = _sniff_delimiter(sample)
-    return delimiter, _has_header(sample, delimiter)
+    return delimiter, _has_header(sample, delimiter) if header is None else header
 
 
 def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:

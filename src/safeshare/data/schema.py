@@ -8,6 +8,7 @@ from the data, with a DP mechanism by default.
 .. code-block:: yaml
 
     missing_values: ["", "?", "NA"]      # optional; these spellings mean missing
+    header: true                         # optional; false: the CSV has no header row (default: detected)
     columns:
       patient_id: {role: identifier}     # dropped from any release
       age: {kind: numeric, min: 0, max: 100, bins: 20, integer: true, role: quasi_identifier}
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from safeshare.data.codec import integer_edges, singleton_edges
 from safeshare.data.domain import Column, Domain, Kind, Role, day_number
-from safeshare.data.readers import MISSING_TOKENS
+from safeshare.data.readers import MISSING_TOKENS, Layout
 from safeshare.errors import SchemaError
 
 DEFAULT_BINS = 16
@@ -164,6 +165,7 @@ class _SchemaFile(BaseModel):
 
     columns: dict[str, ColumnSpec]
     missing_values: list[str] | None = None
+    header: bool | None = None
     constraints: list[dict[str, Any]] | None = None
 
     @field_validator("columns", mode="before")
@@ -236,12 +238,15 @@ class Schema:
         missing_values: tuple[str, ...] = MISSING_TOKENS,
         source: str = "schema",
         constraints: tuple[dict[str, Any], ...] = (),
+        header: bool | None = None,
     ) -> None:
         self._specs = dict(specs)
         self.missing_values = missing_values
         self.source = source
         self.constraints = constraints
         """Public structural constraints (see :mod:`safeshare.synth.constraints`)."""
+        self.header = header
+        """Whether a CSV's first row is a header: True, False, or None (detected)."""
 
     @classmethod
     def given(cls, schema: Schema | str | Path | None) -> Schema | None:
@@ -265,11 +270,29 @@ class Schema:
         missing = (
             tuple(parsed.missing_values) if parsed.missing_values is not None else MISSING_TOKENS
         )
-        return cls(parsed.columns, missing, source, tuple(parsed.constraints or ()))
+        constraints = tuple(parsed.constraints or ())
+        return cls(parsed.columns, missing, source, constraints, parsed.header)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._specs)
+
+    @staticmethod
+    def layout_of(schema: Schema | None, header: bool | None = None) -> Layout:
+        """How a file this schema describes is read: whether a header leads it (``header``, from
+        ``--header``/``--no-header``, when set; else the schema's ``header:``; else detected),
+        the names its columns take without one and its missing spellings.
+
+        >>> Schema.layout_of(Schema.from_dict({"header": False, "columns": {"a": {}}})).header
+        False
+        >>> Schema.layout_of(None, True)
+        Layout(header=True, names=None, missing_values=('', '?', 'NA', 'N/A', 'NaN', 'nan', 'null', 'NULL', 'None'))
+        """
+        if schema is None:
+            return Layout(header=header)
+        if header is None:
+            header = schema.header
+        return Layout(header, schema.names, schema.missing_values)
 
     def spec(self, name: str) -> ColumnSpec | None:
         return self._specs.get(name)

@@ -149,11 +149,15 @@ class DuckDBEngine(SqlEngine[DuckDBTable]):
         *,
         names: Sequence[str] | None = None,
         missing_values: Sequence[str] | None = None,
+        header: bool | None = None,
     ) -> DuckDBSource:
-        """A CSV/TSV file, a Parquet file or a folder of Parquet files, read where it lies."""
+        """A CSV/TSV file, a Parquet file or a folder of Parquet files, read where it lies
+        (``header``: whether a CSV's first row is a header; None detects it)."""
         from safeshare.engine.duckdb_source import DuckDBSource
 
-        return DuckDBSource.open(self, Path(path), names=names, missing_values=missing_values)
+        return DuckDBSource.open(
+            self, Path(path), names=names, missing_values=missing_values, header=header
+        )
 
     def store(self, table: Table) -> DuckDBTable:
         """An in-memory Table copied into DuckDB (tests, and small tables beside large ones)."""

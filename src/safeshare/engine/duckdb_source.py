@@ -76,6 +76,7 @@ class DuckDBSource(SqlSource[DuckDBEngine]):
         *,
         names: Sequence[str] | None = None,
         missing_values: Sequence[str] | None = None,
+        header: bool | None = None,
     ) -> DuckDBSource:
         """Open ``path`` (CSV/TSV, Parquet, or a folder of Parquet files) without loading it."""
         tokens = tuple(MISSING_TOKENS if missing_values is None else missing_values)
@@ -83,13 +84,13 @@ class DuckDBSource(SqlSource[DuckDBEngine]):
             raise InputFileNotFoundError(f"input file {str(path)!r} does not exist; check the path")
         files = _parquet_files(path)
         text_file = not files
-        header = True
         if files:
             _check_same_schema(engine, files)
             listed = ", ".join(quote_text(str(f)) for f in files)
             reader = f"read_parquet([{listed}])"
+            header = True
         else:
-            delimiter, header = sniff_csv(path)
+            delimiter, header = sniff_csv(path, header)
             reader = _csv_reader(path, delimiter, header)
         view = engine.fresh_name("raw")
         where = str(path)

@@ -201,11 +201,15 @@ class SparkEngine(SqlEngine[SparkTable]):
         *,
         names: Sequence[str] | None = None,
         missing_values: Sequence[str] | None = None,
+        header: bool | None = None,
     ) -> SparkSource:
-        """A CSV/TSV file, a Parquet file or a folder of Parquet files, read where it lies."""
+        """A CSV/TSV file, a Parquet file or a folder of Parquet files, read where it lies
+        (``header``: whether a CSV's first row is a header; None detects it)."""
         from safeshare.engine.spark_source import SparkSource
 
-        return SparkSource.open(self, path, names=names, missing_values=missing_values)
+        return SparkSource.open(
+            self, path, names=names, missing_values=missing_values, header=header
+        )
 
     def store(self, table: Table) -> SparkTable:
         """An in-memory Table copied into Spark (tests, and small tables beside large ones)."""

@@ -173,16 +173,17 @@ def _schema_of(engine: SparkEngine, file: str) -> Callable[[], Any]:
     return lambda: engine.spark.read.parquet(file).schema
 
 
-def sniff(location: Location) -> tuple[str, bool, list[str]]:
-    """A CSV file's delimiter, whether a header leads it (as ``read_frame`` decides) and its first record."""
+def sniff(location: Location, header: bool | None = None) -> tuple[str, bool, list[str]]:
+    """A CSV file's delimiter, whether a header leads it (``header``, else as ``read_frame``
+    decides) and its first record."""
     head = location.head()
     if location.local is not None:
-        delimiter, header = sniff_csv(location.local)
+        delimiter, header = sniff_csv(location.local, header)
     else:  # sniff_csv reads a local file: give it the same first bytes
         with tempfile.TemporaryDirectory(prefix="safeshare-sniff-") as folder:
             copy = Path(folder) / "head.csv"
             copy.write_bytes(head)
-            delimiter, header = sniff_csv(copy)
+            delimiter, header = sniff_csv(copy, header)
     text = head.decode("utf-8-sig", errors="replace")
     first = next(csv.reader(io.StringIO(text), delimiter=delimiter, skipinitialspace=True), [])
     return delimiter, header, first

@@ -86,6 +86,7 @@ class SparkSource(SqlSource[SparkEngine]):
         *,
         names: Sequence[str] | None = None,
         missing_values: Sequence[str] | None = None,
+        header: bool | None = None,
     ) -> SparkSource:
         """Open ``path`` (CSV/TSV, Parquet, or a folder of Parquet files) without loading it.
 
@@ -101,7 +102,7 @@ class SparkSource(SqlSource[SparkEngine]):
             frame = read_parquet(engine, files, where)
             header, first = True, list[str]()
         else:
-            delimiter, header, first = sniff(location)
+            delimiter, header, first = sniff(location, header)
             frame = read_csv(engine, location, delimiter, header, max(len(first), 1))
         fields = [f for f in frame.schema.fields if f.name != CORRUPT]
         found = [str(f.name) for f in fields]

@@ -69,6 +69,15 @@ class AuditResult:
     readings: list[str]
 
 
+@dataclass(frozen=True)
+class _TrainingData:
+    """The table a model was trained on, and how training read it."""
+
+    path: Path
+    schema: Path | None
+    header: bool | None
+
+
 def audit_model(
     model: Path,
     data: Path,
@@ -76,20 +85,23 @@ def audit_model(
     settings: AuditSettings,
     *,
     schema: Path | None = None,
+    header: bool | None = None,
     force: bool = False,
     progress: Progress = no_progress,
 ) -> AuditResult:
-    """Audit the model folder ``model`` on its training ``data``; write ``out`` atomically."""
+    """Audit the model folder ``model`` on its training ``data`` (read with the ``schema`` and
+    ``header`` training read it with); write ``out`` atomically."""
     from safeshare.output_folder import check_output
     from safeshare.release.language_model import is_language_model
     from safeshare.release.output import write_release
 
     settings.check()
     check_output(out, force=force, inputs=(model, data, schema))
+    trained_on = _TrainingData(data, schema, header)
     if is_language_model(model):
-        report, readings = _language_model_audit(model, data, schema, settings, progress)
+        report, readings = _language_model_audit(model, trained_on, settings, progress)
     else:
-        report, readings = _classifier_audit(model, data, schema, settings, progress)
+        report, readings = _classifier_audit(model, trained_on, settings, progress)
     text = "\n".join(readings) + "\n"
     files = {"audit.json": json.dumps(report, indent=2) + "\n", "report.txt": text}
     write_release(out, files, force)
@@ -97,7 +109,7 @@ def audit_model(
 
 
 def _classifier_audit(
-    model: Path, data: Path, schema: Path | None, settings: AuditSettings, progress: Progress
+    model: Path, data: _TrainingData, settings: AuditSettings, progress: Progress
 ) -> tuple[dict[str, Any], list[str]]:
     """An MLP classifier's training procedure: canaries (records or users) or LiRA."""
     from safeshare.dp.budget import PrivacyBudget
@@ -119,7 +131,7 @@ def _classifier_audit(
             "and out-of-distribution canaries attack single records"
         )
     progress("reading", 0.0)
-    source, ids = read_table(data, target, schema), None
+    source, ids = read_table(data.path, target, data.schema, data.header), None
     if user_column is not None:
         source, ids = split_users(source, user_column, target, unsafe_infer=True)
     prepared = prepare_table(
@@ -208,7 +220,7 @@ def _run_classifier_attack(
 
 
 def _language_model_audit(
-    model: Path, data: Path, schema: Path | None, settings: AuditSettings, progress: Progress
+    model: Path, data: _TrainingData, settings: AuditSettings, progress: Progress
 ) -> tuple[dict[str, Any], list[str]]:
     """A language model: extraction on its weights, or canaries on its training procedure."""
     from safeshare.release.language_model import read_audit_texts
@@ -224,7 +236,7 @@ def _language_model_audit(
             "canaries (--digits): drop --kind"
         )
     progress("reading", 0.0)
-    texts = read_audit_texts(model, data, schema)
+    texts = read_audit_texts(model, data.path, data.schema, data.header)
     common = {
         "model": str(model),
         "text_column": texts.text_column,

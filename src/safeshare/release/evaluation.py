@@ -30,7 +30,7 @@ import io
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.data.codec import encode_frame
 from safeshare.data.domain import Domain, Kind, Role
 from safeshare.data.plan import ColumnDecision, Source, decide_columns, infer_column_unsafe
-from safeshare.data.readers import fingerprint_file, read_frame, read_text
+from safeshare.data.readers import fingerprint_file, read_text
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.randomness import Randomness
@@ -77,7 +77,9 @@ class EvaluationResult:
 class EvaluationFiles:
     """The files an evaluation reads: the real train and holdout records and the release, and
     optionally an attacker's auxiliary table, a schema and ARX-style hierarchies (column ->
-    file) that explain the release's generalized values.
+    file) that explain the release's generalized values.  ``header`` says whether the real
+    tables' first row is a header (None: the schema's word, else detected); the release and the
+    auxiliary table are read with theirs detected (safeshare writes one).
 
     >>> EvaluationFiles(train="t.csv", holdout="h.csv", release="r.csv").paths()
     (PosixPath('t.csv'), PosixPath('h.csv'), PosixPath('r.csv'))
@@ -89,6 +91,7 @@ class EvaluationFiles:
     auxiliary: str | Path | None = None
     schema: Schema | str | Path | None = None
     hierarchies: Mapping[str, str | Path] = field(default_factory=dict)
+    header: bool | None = None
 
     def paths(self) -> tuple[Path, ...]:
         """Every file named, which the output may not replace."""
@@ -172,8 +175,13 @@ def _encoded(files: EvaluationFiles, numeric_codes: int = NUMERIC_CODES) -> _Enc
     """Read the files, check they fit together, and encode them under one domain (a numeric
     column the data decide in at most ``numeric_codes`` codes)."""
     schema = Schema.given(files.schema)
-    frames = {name: _read(path, schema) for name, path in files.main().items()}
-    aux_frame = _read(Path(files.auxiliary), schema) if files.auxiliary is not None else None
+    real = Schema.layout_of(schema, files.header)
+    written = replace(real, header=None)
+    frames = {
+        name: (written if name == "release" else real).read(path)
+        for name, path in files.main().items()
+    }
+    aux_frame = written.read(files.auxiliary) if files.auxiliary is not None else None
     _check_columns(frames, aux_frame)
     domain, decisions = evaluation_domain(
         frames["train"], frames["holdout"], schema, numeric_codes=numeric_codes
@@ -283,12 +291,6 @@ def _default(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return _finite(value.tolist())
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
-
-
-def _read(path: Path, schema: Schema | None) -> pd.DataFrame:
-    if schema is None:
-        return read_frame(path)
-    return read_frame(path, names=schema.names, missing_values=schema.missing_values)
 
 
 def _check_columns(frames: dict[str, pd.DataFrame], aux: pd.DataFrame | None) -> None:

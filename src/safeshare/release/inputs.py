@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ import pandas as pd
 from safeshare.data.codec import EncodeReport
 from safeshare.data.domain import Domain
 from safeshare.data.identity import Identity
-from safeshare.data.readers import MISSING_TOKENS, read_frame, split_missing
+from safeshare.data.readers import Layout, split_missing
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import CodedTable, Table
@@ -154,7 +154,11 @@ class ReleaseInput(Protocol):
 @dataclass(frozen=True, kw_only=True)
 class Reading:
     """How a job reads its sensitive table: the schema, the name the ledger and the card give
-    it, and the engine that counts it.
+    it, whether a CSV's first row is a header, and the engine that counts it.
+
+    ``header``: True or False as the owner says (``--header``/``--no-header``), over the
+    schema's ``header:``; None detects it (a headerless file whose first record looks like
+    names would lose that record to the column names).
 
     ``engine``: ``numpy`` in memory, ``duckdb`` where the file lies (larger than memory, at
     most ``memory_limit`` of RAM), ``spark`` on a cluster (``spark_master``, else what
@@ -174,6 +178,7 @@ class Reading:
     engine: str = "auto"
     memory_limit: str | None = None
     spark_master: str | None = None
+    header: bool | None = None
 
     def check(self) -> None:
         """Refuse an unknown engine before anything is read."""
@@ -191,12 +196,13 @@ def open_input(
     """The input as ``reading`` asks (``schema`` is its loaded schema)."""
     reading.check()
     engine, name = reading.engine, reading.name
+    layout = Schema.layout_of(schema, reading.header)
     if isinstance(source, pd.DataFrame):
         if engine in ("duckdb", "spark"):
             raise InputError(f"the {engine} engine reads files; give a CSV or Parquet path")
         return FrameInput.from_frame(source, name)
     if engine == "spark":
-        return EngineInput.open_spark(source, schema, name, reading.spark_master)
+        return EngineInput.open_spark(source, layout, name, reading.spark_master)
     if isinstance(source, str) and "://" in source:
         raise InputError(
             f"{source!r} is a URI; only --engine spark reads URIs (give a local path otherwise)"
@@ -205,9 +211,9 @@ def open_input(
     if engine == "auto":
         engine = "duckdb" if _input_bytes(path) > AUTO_DUCKDB_BYTES and _has_duckdb() else "numpy"
     if engine == "numpy":
-        return FrameInput.from_file(path, schema, name)
+        return FrameInput.from_file(path, layout, name)
     return EngineInput.open_duckdb(
-        path, schema, name, reading.memory_limit or default_memory_limit()
+        path, layout, name, reading.memory_limit or default_memory_limit()
     )
 
 
@@ -239,11 +245,11 @@ class FrameInput(ClosesOnExit):
         return cls(copy, dataset_name or "dataframe", Identity.of_frame(copy))
 
     @classmethod
-    def from_file(cls, path: Path, schema: Schema | None, dataset_name: str | None) -> FrameInput:
-        names = schema.names if schema is not None else None
-        tokens = schema.missing_values if schema is not None else MISSING_TOKENS
-        frame, spellings = split_missing(read_frame(path, names=names, missing_values=()), tokens)
-        return cls(frame, dataset_name or path.name, Identity.of_file(path), spellings)
+    def from_file(cls, path: Path, layout: Layout, dataset_name: str | None) -> FrameInput:
+        raw = replace(layout, missing_values=()).read(path)
+        frame, spellings = split_missing(raw, layout.missing_values)
+        identity = Identity.of_file(path, layout.header)
+        return cls(frame, dataset_name or path.name, identity, spellings)
 
     @property
     def fingerprint(self) -> str:
@@ -348,13 +354,13 @@ class EngineInput(ClosesOnExit):
 
     @classmethod
     def open_duckdb(
-        cls, path: Path, schema: Schema | None, dataset_name: str | None, memory_limit: str
+        cls, path: Path, layout: Layout, dataset_name: str | None, memory_limit: str
     ) -> EngineInput:
         """``path`` read by DuckDB under ``memory_limit``."""
         engine = DuckDBEngine(memory_limit=memory_limit)
         try:
-            source = engine.open(path, **_reading(schema))
-            identity = Identity.of_file(path)
+            source = engine.open(path, **layout.options())
+            identity = Identity.of_file(path, layout.header)
         except BaseException:
             engine.close()
             raise
@@ -365,7 +371,7 @@ class EngineInput(ClosesOnExit):
     def open_spark(
         cls,
         location: str | Path,
-        schema: Schema | None,
+        layout: Layout,
         dataset_name: str | None,
         master: str | None,
     ) -> EngineInput:
@@ -374,12 +380,12 @@ class EngineInput(ClosesOnExit):
 
         engine = SparkEngine(master)
         try:
-            source = engine.open(location, **_reading(schema))
+            source = engine.open(location, **layout.options())
             remote = isinstance(location, str) and "://" in location
             identity = (
                 Identity(_content_fingerprint(engine, source))
                 if remote
-                else Identity.of_file(Path(location))
+                else Identity.of_file(Path(location), layout.header)
             )
         except BaseException:
             engine.close()
@@ -483,13 +489,6 @@ def _sample_notes(n_train: int, n_holdout: int) -> list[str]:
             "records of the training split, the holdout and the release"
         )
     return notes
-
-
-def _reading(schema: Schema | None) -> dict[str, Any]:
-    """How a schema tells an engine to read a file: column names and missing spellings."""
-    if schema is None:
-        return {}
-    return {"names": schema.names, "missing_values": schema.missing_values}
 
 
 def _content_fingerprint(engine: SparkEngine, source: SparkSource) -> str:

@@ -130,6 +130,7 @@ class JobRequest:
     """What a training job is asked, whatever it trains: the input, the output folder, the
     budget, the ledger that pays for it and the seed.
 
+    ``header``: whether a CSV's first row is a header (None: the schema's word, else detected).
     ``delta=None`` means 1 / (10 x units), where the job counts its privacy units (records,
     texts or users; the count is public, as the card says).  ``total_epsilon`` /
     ``total_delta``: the dataset's total in the ledger when it is seen for the first time
@@ -151,6 +152,7 @@ class JobRequest:
     total_epsilon: float | None = None
     total_delta: float | None = None
     force: bool = False
+    header: bool | None = None
 
     def check(self) -> None:
         """Refuse a bad output folder, seed or budget before anything is read or spent."""

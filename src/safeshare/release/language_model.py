@@ -68,11 +68,12 @@ def read_texts(
     text_column: str,
     schema_path: Path | None = None,
     user_column: str | None = None,
+    header: bool | None = None,
 ) -> TextInput:
     """The text column of ``data`` (checked: present, no missing or blank text), and the
     ``user_column``'s ids when one is named (not the text column, not in the schema)."""
     schema = Schema.load(schema_path) if schema_path is not None else None
-    frame, identity, name = read_input(data, schema, None)
+    frame, identity, name = read_input(data, schema, None, header)
     if text_column not in frame.columns:
         raise SchemaError(
             f"--text-column {text_column!r} is not a column of {name}; columns: "
@@ -162,7 +163,7 @@ def train_language_model_release(
     report = progress or no_progress
     check_training_job(request, device)
     report("reading", 0.0)
-    source = read_texts(request.data, text_column, request.schema_path, user_column)
+    source = read_texts(request.data, text_column, request.schema_path, user_column, request.header)
     rows = len(source.texts)
     randomness = Randomness(request.seed)
     units, held_out_users, split = _checked_units(
@@ -365,7 +366,9 @@ class AuditTexts:
     member_users: Any = None  # the training texts' user ids, for a user-level model
 
 
-def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) -> AuditTexts:
+def read_audit_texts(
+    folder: Path, data: Path, schema_path: Path | None = None, header: bool | None = None
+) -> AuditTexts:
     """Split ``data`` as training split it, using ``holdout.json`` in the model ``folder``.
 
     Refuses data whose SHA-256 is not the one the model was trained on: the row positions
@@ -383,7 +386,7 @@ def read_audit_texts(folder: Path, data: Path, schema_path: Path | None = None) 
         raise InputError(f"{holdout_path} lacks the held-out rows; train the model again")
     column = str(holdout["text_column"])
     user_column = card.get("privacy", {}).get("user_column")
-    source = read_texts(data, column, schema_path, user_column)
+    source = read_texts(data, column, schema_path, user_column, header)
     if (
         source.identity.sha256 != holdout["input_sha256"]
         or len(source.texts) != holdout["rows_total"]

@@ -40,7 +40,7 @@ from safeshare.data.plan import (
     infer_column_unsafe,
     left_out,
 )
-from safeshare.data.readers import MISSING_TOKENS, read_frame
+from safeshare.data.readers import MISSING_TOKENS
 from safeshare.data.row_order import RowOrder
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
@@ -395,9 +395,13 @@ def _attack(
 
 
 def read_input(
-    source: str | Path | pd.DataFrame, schema: Schema | None, dataset_name: str | None
+    source: str | Path | pd.DataFrame,
+    schema: Schema | None,
+    dataset_name: str | None,
+    header: bool | None = None,
 ) -> tuple[pd.DataFrame, Identity, str]:
-    """The table as text columns, its identity in the ledger and its name."""
+    """The table as text columns, its identity in the ledger and its name (``header``: whether a
+    CSV's first row is a header, over the schema's word; None detects it)."""
     if isinstance(source, pd.DataFrame):
         if source.shape[0] == 0 or source.shape[1] == 0:
             raise InputError("the table is empty; give at least one column and one record")
@@ -405,11 +409,8 @@ def read_input(
         frame.columns = [str(c) for c in frame.columns]
         return frame, Identity.of_frame(frame), dataset_name or "dataframe"
     path = Path(source)
-    if schema is None:
-        frame = read_frame(path)
-    else:
-        frame = read_frame(path, names=schema.names, missing_values=schema.missing_values)
-    return frame, Identity.of_file(path), dataset_name or path.name
+    layout = Schema.layout_of(schema, header)
+    return layout.read(path), Identity.of_file(path, layout.header), dataset_name or path.name
 
 
 def _plan_discovery(

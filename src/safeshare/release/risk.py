@@ -74,14 +74,17 @@ def measure_risk(
     threshold: float = 0.2,
     force: bool = False,
     progress: Progress = no_progress,
+    header: bool | None = None,
 ) -> RiskMeasurement:
     """Measure the re-identification risk of the table at ``source`` on ``quasi_identifiers``
-    and write ``risk.json`` and ``records.csv`` to ``out`` (see the module docstring)."""
+    and write ``risk.json`` and ``records.csv`` to ``out`` (see the module docstring).
+    ``header``: whether the table's first row is a header (None detects it; the population
+    table's is always detected)."""
     out = check_output(out, force=force, inputs=[p for p in (source, population) if p])
     _check_settings(quasi_identifiers, population_size, threshold)
     progress("reading", 0.0)
     qis = list(quasi_identifiers)
-    table, people = _read_tables(source, population, qis)
+    table, people = _read_tables(source, population, qis, header)
     if population_size is not None and population_size < len(table):
         raise InputError(
             f"--population-size {population_size:,} is smaller than the table's "
@@ -105,11 +108,11 @@ def measure_risk(
 
 
 def _read_tables(
-    source: str | Path, population: str | Path | None, qis: list[str]
+    source: str | Path, population: str | Path | None, qis: list[str], header: bool | None
 ) -> tuple[Table, Table | None]:
     """The table's quasi-identifiers encoded with every value its own code, and the
     population table's on the same codes (None without one)."""
-    frame = read_frame(source)
+    frame = read_frame(source, header=header)
     _check_columns(frame, qis, "the table")
     domain = _exact_domain(frame, qis)
     table = encode_frame(frame[qis], domain)[0]

@@ -120,12 +120,14 @@ def release_text(
     force: bool = False,
     dataset_name: str | None = None,
     progress: Progress | None = None,
+    header: bool | None = None,
 ) -> ReleaseResult:
     """Release synthetic text as ``settings`` ask (see the module docstring).
 
-    ``total_budget`` is the dataset's total in the ``ledger`` when it is seen for the first
-    time (default: this release's own budget); ``seed`` makes the run reproducible and *not*
-    private against whoever knows it.
+    ``header``: whether the CSV's first row is a header (None detects it).  ``total_budget``
+    is the dataset's total in the ``ledger`` when it is seen for the first time (default: this
+    release's own budget); ``seed`` makes the run reproducible and *not* private against
+    whoever knows it.
     """
     settings.backend.column = settings.text_column
     settings.backend.check()
@@ -134,7 +136,7 @@ def release_text(
     job = Job(check_output(out, force=force, inputs=inputs), ledger, seed, force)
     report = progress or no_progress
     report("reading", 0.0)
-    frame, identity, name = read_input(source, None, dataset_name)
+    frame, identity, name = read_input(source, None, dataset_name, header)
     embedder = settings.embedder or MiniLMEmbedder(column=settings.text_column)
     embed = CachedEmbedder(embedder, settings.text_column)
     bill = Bill(identity, name, settings.budget, "release pe (text)", total_budget)

@@ -104,7 +104,7 @@ def train_text_release(
     report = progress or no_progress
     check_training_job(request, device)
     report("reading", 0.0)
-    table = read_table(request.data, target, request.schema_path)
+    table = read_table(request.data, target, request.schema_path, request.header)
     source = text_source(table, target, text_column)
     texts = check_texts(source.frame[text_column].tolist(), text_column)
     check_target(source, target)

@@ -95,7 +95,7 @@ def train_release(
     report = progress or no_progress
     check_training_job(request, device)
     report("reading", 0.0)
-    source = read_table(request.data, target, request.schema_path)
+    source = read_table(request.data, target, request.schema_path, request.header)
     ids = None
     units = len(source.frame)
     if settings.user_column is not None:  # checked before any budget is spent
@@ -219,10 +219,12 @@ def split_users(
     return SensitiveTable(rest, schema, source.identity, source.name), ids
 
 
-def read_table(data: Path, target: str, schema_path: Path | None = None) -> SensitiveTable:
+def read_table(
+    data: Path, target: str, schema_path: Path | None = None, header: bool | None = None
+) -> SensitiveTable:
     """Read ``data`` as a release does; refuse a ``target`` it does not have."""
     schema = Schema.load(schema_path) if schema_path is not None else None
-    frame, identity, name = read_input(data, schema, None)
+    frame, identity, name = read_input(data, schema, None, header)
     if target not in frame.columns:
         raise SchemaError(
             f"--target {target!r} is not a column of {data.name}; columns: {list(frame.columns)}"
