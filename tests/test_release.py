@@ -56,6 +56,7 @@ def test_release_with_a_schema(tmp_path, fair_csv, fair):
     card = read_card(out)
     assert card.keys() >= REQUIRED_FIELDS
     assert card["domain_source"] == "schema" and card["secure_noise"] is False
+    assert "given the column kinds" not in card["guarantee"]  # the schema decided them
     assert card["epsilon_spent"] <= 1.0 + 1e-9
     assert math.fsum(i["epsilon_share"] for i in card["budget"]["items"]) == pytest.approx(
         card["epsilon_spent"]
@@ -90,6 +91,8 @@ def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patient
     )
     assert card["epsilon_spent"] <= 2.0 + 1e-9
     assert any("identifier detection" in line for line in card["not_dp"])
+    # the kinds were guessed from every record without DP: the guarantee says it holds given them
+    assert "given the column kinds and dropped identifiers" in card["guarantee"]
     synthetic = pd.read_csv(out / "synthetic.csv")
     assert "name" not in synthetic.columns and "email" not in synthetic.columns
     text = (

@@ -90,7 +90,7 @@ def test_without_a_schema_discovery_spends_a_share_and_no_value_leaks(fair_small
     )
     assert spent <= 2.0 and card["budget"]["delta"] <= 1e-6
     assert f"({spent:.4g}, " in card["guarantee"]
-    assert "DP for every training record" in card["guarantee"]
+    assert "DP for every training record, given the column kinds" in card["guarantee"]
     city = card["columns"]["city"]
     assert city.pop("codes") <= 3 + 2  # the cities DP kept, "(other)" and "(missing)"
     assert city == {"kind": "categorical", "role": "other", "source": "dp", "dropped": False,

@@ -28,7 +28,7 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
-from safeshare.report.card import card_header, domain_source
+from safeshare.report.card import card_header, domain_source, kinds_condition
 from safeshare.train.accounting import Accounting, DPSGDEvent, check_reachable
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import CLIPPINGS, DPSGDSettings, check_settings, require_torch
@@ -347,7 +347,8 @@ def _guarantee(
         return "none: the domain was read from the private data without DP (--unsafe-infer)"
     unit = "every user" if user_level else "every training record"
     seeded = "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
-    return f"({epsilon:.4g}, {delta:.3g})-DP for {unit}{seeded}"
+    given = kinds_condition(prepared.decisions)
+    return f"({epsilon:.4g}, {delta:.3g})-DP for {unit}{given}{seeded}"
 
 
 def _disclosed(prepared: Prepared, user_level: bool) -> tuple[list[str], list[str]]:

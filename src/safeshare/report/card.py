@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,6 +141,7 @@ def build_card(
     guarantee = (
         f"({budget.epsilon:g}, {budget.delta:g})-differential privacy for every record of the "
         "training split"
+        + kinds_condition(decisions)
         + (", for anyone who does not know the seed" if not spending.secure_noise else "")
     )
     if source == "private data, not DP":
@@ -176,6 +177,22 @@ def build_card(
         "not_dp": not_dp,
         "notes": notes,
     }
+
+
+def kinds_condition(decisions: Sequence[ColumnDecision]) -> str:
+    """What the guarantee is conditioned on where column kinds were guessed from the data: the
+    guess read every record without DP, so the guarantee holds given its decisions.
+
+    >>> from safeshare.data.plan import ColumnDecision
+    >>> kinds_condition([])
+    ''
+    """
+    if not any(d.kind_guessed for d in decisions):
+        return ""
+    return (
+        ", given the column kinds and dropped identifiers, which were decided from the data "
+        "without DP (see not_dp; a schema decides them publicly)"
+    )
 
 
 def _columns(decisions: list[ColumnDecision], domain: Domain) -> dict[str, Any]:
