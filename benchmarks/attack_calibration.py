@@ -13,7 +13,9 @@ Insurance Experiment survey that ships with statsmodels, where they were not), w
   value in another training record), **k=5** (the training records 5-anonymized on four
   quasi-identifiers by ``safeshare anonymize``'s engine, generalized values and all), and
   **20 rare copies** (an independent release whose last 20 records are the 20 rarest training
-  records): ``--seeds`` seeds each; the goal is a red verdict in every seed.
+  records) and **20 rare near copies** (the same with one column of each changed to another
+  released record's value: no exact copy left): ``--seeds`` seeds each; the goal is a red
+  verdict in every seed.
 
 Every attack runs with ``--attacks`` attacks through :func:`run_attacks`, the family the
 evaluation runs (intervals family-wise over its tests, Bonferroni), plus the memorization
@@ -152,6 +154,23 @@ def rare_copies(outside: Table, train: Table) -> Table:
     )
 
 
+def rare_near_copies(outside: Table, train: Table, seed: int) -> Table:
+    """The 20 rarest training records, one column of each replaced by another record's value
+    (a changed value: a record already holding it draws again), at the end of ``outside``."""
+    rng = np.random.default_rng(seed)
+    rarest = np.argsort(-rarity(train, train, default_engine()), kind="stable")[:PLANTED]
+    changed = {c: train.column(c)[rarest].copy() for c in train.columns}
+    for i in range(PLANTED):
+        name = train.columns[rng.integers(len(train.columns))]
+        donors = outside.column(name)
+        donors = donors[donors != changed[name][i]]
+        changed[name][i] = donors[rng.integers(len(donors))]
+    return Table(
+        {c: np.concatenate([outside.column(c)[:-PLANTED], changed[c]]) for c in train.columns},
+        train.domain,
+    )
+
+
 def leaky_cases(
     data: Dataset, cut: Split
 ) -> dict[str, Callable[[pd.DataFrame, Table, int], CellSets]]:
@@ -164,6 +183,9 @@ def leaky_cases(
         "k=5": lambda frame, train, seed: cell_sets(five_anonymous(frame, data), cut.domain, {}),
         f"{PLANTED} rare copies": lambda frame, train, seed: from_table(
             rare_copies(outside, train)
+        ),
+        f"{PLANTED} rare near copies": lambda frame, train, seed: from_table(
+            rare_near_copies(outside, train, seed)
         ),
     }
 

@@ -69,9 +69,15 @@ def test_memorization_of_copies_and_of_an_independent_sample(train, holdout, fre
     assert copied.closer_to_train.value > 0.9  # DCR share near 1
     assert copied.copies_of_train.value > 0.4
     assert copied.outlier_copies.value > copied.outlier_baseline.interval[1]
+    # a copied record sits on one training record: its NNDR is 0, against unseen records' ratios
+    assert copied.low_nndr.interval[0] > copied.low_nndr_baseline.interval[1]
+    assert copied.low_dcr["train"]["0.05"] == 0 < copied.low_dcr["holdout"]["0.05"]
     null = memorization(fresh, train, holdout, np.random.default_rng(0))
     assert null.closer_to_train.contains(0.5)
     assert null.outlier_copies.interval[0] <= null.outlier_baseline.interval[1]
+    assert null.near_copies.interval[0] <= null.near_baseline.interval[1]
+    assert null.low_nndr.interval[0] <= null.low_nndr_baseline.interval[1]
+    assert null.low_nndr.interval[1] >= null.low_nndr_baseline.interval[0]
 
 
 def test_membership_inference_planted(train, holdout, fresh):
@@ -163,3 +169,44 @@ def test_copies_of_the_rarest_records_make_the_verdict_red_on_their_own(train, h
     assert risk_class == "bad" and "copies rare training records" in reading
     # distances alone would not tell: 20 copies among 3,000 barely move the DCR share
     assert not found.closer_to_train.interval[0] > 0.55
+
+
+def _widened(table: Table, seed: int) -> Table:
+    """``table`` with 8 more independent columns of 6 categories: 15 columns, where a record
+    within one column of another is rare by chance (in 7 small columns it is the rule)."""
+    from safeshare.data import Column, Domain, Kind
+
+    rng = np.random.default_rng(seed)
+    extra = {f"x{i}": rng.integers(0, 6, len(table)) for i in range(8)}
+    domain = Domain(
+        (*table.domain.columns, *(Column(n, Kind.CATEGORICAL, categories=tuple("abcdef"))
+                                  for n in extra))
+    )  # fmt: skip
+    return Table({**{n: table.column(n) for n in table.columns}, **extra}, domain)
+
+
+def test_near_copies_of_the_rarest_records_make_the_verdict_red(train, holdout, fresh):
+    """The 20 rarest training records released with one column changed each: no exact copy, so
+    only the near-copy check finds them."""
+    from safeshare.engine import default_engine
+    from safeshare.evaluate.memorization import near_copy_distance, rarity
+
+    train, holdout, fresh = _widened(train, 1), _widened(holdout, 2), _widened(fresh, 3)
+    rng = np.random.default_rng(5)
+    rarest = np.argsort(-rarity(train, train, default_engine()), kind="stable")[:20]
+    columns = list(train.columns)
+    changed = {name: train.column(name)[rarest].copy() for name in columns}
+    for i, name in enumerate(rng.choice(columns, size=20)):
+        size = train.domain[name].size
+        changed[name][i] = (changed[name][i] + rng.integers(1, size)) % size  # another code
+    planted = Table(
+        {n: np.concatenate([fresh.column(n)[:-20], changed[n]]) for n in columns}, fresh.domain
+    )
+    found = memorization(planted, train, holdout, np.random.default_rng(0))
+    assert found.outlier_copies.interval[0] <= found.outlier_baseline.interval[1]  # no copies
+    assert found.near_copies.value >= 20 / 30 and near_copy_distance(len(columns)) == 1 / 15
+    risk_class, reading = found.verdict()
+    assert risk_class == "bad" and "near copies of rare training records" in reading
+    clean = memorization(fresh, train, holdout, np.random.default_rng(0))
+    assert clean.verdict()[0] != "bad"
+    assert clean.near_copies.interval[0] <= clean.near_baseline.interval[1]

@@ -6,8 +6,14 @@ training records (the share of released records closer to train is 0.5) and copi
 records no more often than it "copies" unseen ones by chance.  Synthetic data leaks first
 where records are rare: the **outliers** (the rarest of *all* training records under the
 product of the columns' marginal frequencies, :func:`rare_count` of them) are checked
-separately, against as large a share of the rarest holdout records as their baseline; their
-copies make the verdict red on their own.
+separately, against as large a share of the rarest holdout records as their baseline: their
+copies, and their **near copies** (a released record within one column's distance, see
+:func:`near_copy_distance`), make the verdict red on their own.  Beside them, for the data
+owner's reading: the low quantiles of the distance to closest record (1% and 5%, to train and
+to unseen records) and the **nearest-neighbour distance ratio** (NNDR: a released record's
+distance to its closest training record over that to the second closest; a ratio under
+:data:`NNDR_LOW` sits on one person rather than between several), against the same ratio to
+unseen records.
 
 >>> import numpy as np
 >>> from safeshare.data import Column, Domain, Kind, Table
@@ -30,7 +36,7 @@ import numpy as np
 from safeshare.data.table import Table
 from safeshare.engine import CountingEngine, default_engine
 from safeshare.evaluate.attack_risk import EvaluationInputError
-from safeshare.evaluate.neighbors import nearest_distances
+from safeshare.evaluate.neighbors import nearest_distances, nearest_neighbors
 from safeshare.evaluate.results import Proportion, dcr_verdict
 
 THREAT = (
@@ -39,17 +45,26 @@ THREAT = (
 )
 OUTLIER_SHARE = 0.01
 MAX_RARE = 500
+NNDR_LOW = 0.5  # a released record this much closer to one record than to the next sits on it
+NNDR_RECORDS = 2_000  # released records whose NNDR is measured, at most
+LOW_QUANTILES = (0.01, 0.05)
 
 
 @dataclass(frozen=True)
 class MemorizationResult:
-    """DCR share, exact copies and outlier copies, each against its holdout baseline."""
+    """DCR share, exact copies, copies and near copies of the rarest records, and low NNDRs, each
+    against its holdout baseline; the DCR's low quantiles (``low_dcr``: to train and holdout)."""
 
     closer_to_train: Proportion
     copies_of_train: Proportion
     copies_of_holdout: Proportion
     outlier_copies: Proportion
     outlier_baseline: Proportion
+    near_copies: Proportion
+    near_baseline: Proportion
+    low_nndr: Proportion
+    low_nndr_baseline: Proportion
+    low_dcr: dict[str, dict[str, float]]
     distances: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def verdict(self) -> tuple[str, str]:
@@ -57,11 +72,18 @@ class MemorizationResult:
         training records than of the rarest unseen ones (intervals apart); else the DCR share
         with the copies (see :func:`dcr_verdict`)."""
         rare, chance = self.outlier_copies, self.outlier_baseline
-        if rare.trials and rare.interval[0] > chance.interval[1]:
+        if _apart(rare, chance):
             return "bad", (
                 f"the release copies rare training records: {rare.value:.0%} of the "
                 f"{rare.trials} rarest appear in it, against {chance.value:.0%} of the rarest "
                 "unseen records"
+            )
+        near, chance = self.near_copies, self.near_baseline
+        if _apart(near, chance):
+            return "bad", (
+                f"the release holds near copies of rare training records: {near.value:.0%} of "
+                f"the {near.trials} rarest have a released record within one column of them, "
+                f"against {chance.value:.0%} of the rarest unseen records"
             )
         return dcr_verdict(self.closer_to_train, self.copies_of_train, self.copies_of_holdout)
 
@@ -79,6 +101,12 @@ class MemorizationResult:
             f"{self.outlier_copies.value:.1%} of the {self.outlier_copies.trials} rarest training "
             f"records appear in the release, against {self.outlier_baseline.value:.1%} of the "
             "rarest unseen records",
+            f"{self.near_copies.value:.1%} of them have a released record within one column, "
+            f"against {self.near_baseline.value:.1%} of the rarest unseen records",
+            f"{self.low_nndr.value:.1%} of released records sit on one training record (NNDR under "
+            f"{NNDR_LOW:g}), against {self.low_nndr_baseline.value:.1%} on one unseen record",
+            f"the closest 5% of released records lie within {self.low_dcr['train']['0.05']:.3f} "
+            f"of a training record and {self.low_dcr['holdout']['0.05']:.3f} of an unseen one",
         ]
         return lines
 
@@ -93,6 +121,14 @@ class MemorizationResult:
             "exact_copies_of_holdout_baseline": prop(self.copies_of_holdout),
             "outlier_copies": prop(self.outlier_copies),
             "outlier_copies_holdout_baseline": prop(self.outlier_baseline),
+            "outlier_near_copies": prop(self.near_copies),
+            "outlier_near_copies_holdout_baseline": prop(self.near_baseline),
+            "near_copy_distance": "within one column: a released record at a Gower distance of "
+            "at most 1 / (number of columns)",
+            "low_nndr": prop(self.low_nndr),
+            "low_nndr_holdout_baseline": prop(self.low_nndr_baseline),
+            "nndr_threshold": NNDR_LOW,
+            "dcr_low_quantiles": self.low_dcr,
             "readings": self.readings,
             "threat": THREAT,
         }
@@ -125,7 +161,37 @@ def memorization(
     to_holdout = nearest_distances(sample, unseen)
     copies_train = int(np.sum(to_train == 0))
     copies_holdout = int(np.sum(to_holdout == 0))
-    # the rarest of *all* training records, and as many of the rarest unseen ones per record
+    rare = _rare_records(release, train, holdout, engine)
+    few = sample
+    if len(sample) > NNDR_RECORDS:
+        few = sample.take(np.sort(rng.choice(len(sample), size=NNDR_RECORDS, replace=False)))
+    return MemorizationResult(
+        dcr_share(to_train, to_holdout),
+        Proportion.of(copies_train, len(sample)),
+        Proportion.of(copies_holdout, len(sample)),
+        *rare,
+        _low_nndr(few, reference),
+        _low_nndr(few, unseen),
+        {"train": _quantiles(to_train), "holdout": _quantiles(to_holdout)},
+        {"train": to_train, "holdout": to_holdout},
+    )
+
+
+def near_copy_distance(columns: int) -> float:
+    """The Gower distance of a near copy: at most one column's worth of difference (one
+    category changed, or ordered values apart by at most their whole span in one column).
+
+    >>> near_copy_distance(10)
+    0.1
+    """
+    return 1.0 / columns
+
+
+def _rare_records(
+    release: Table, train: Table, holdout: Table, engine: CountingEngine
+) -> tuple[Proportion, Proportion, Proportion, Proportion]:
+    """Copies and near copies in the release of the rarest of *all* training records, and of
+    as many of the rarest unseen records per record (their baseline)."""
     k = rare_count(len(train))
     k_unseen = min(len(holdout), max(1, round(k * len(holdout) / len(train))))
     rare_train = _rarest(train, train, k, engine)
@@ -133,14 +199,37 @@ def memorization(
     released = set(_rows(release))  # exact copies: a lookup, not a distance search
     in_release_train = sum(row in released for row in _rows(rare_train))
     in_release_holdout = sum(row in released for row in _rows(rare_holdout))
-    return MemorizationResult(
-        dcr_share(to_train, to_holdout),
-        Proportion.of(copies_train, len(sample)),
-        Proportion.of(copies_holdout, len(sample)),
+    near = near_copy_distance(len(train.columns)) + 1e-9  # distances are float32 means
+    near_train = int(np.sum(nearest_distances(rare_train, release) <= near))
+    near_holdout = int(np.sum(nearest_distances(rare_holdout, release) <= near))
+    return (
         Proportion.of(in_release_train, k),
         Proportion.of(in_release_holdout, k_unseen),
-        {"train": to_train, "holdout": to_holdout},
+        Proportion.of(near_train, k),
+        Proportion.of(near_holdout, k_unseen),
     )
+
+
+def _low_nndr(released: Table, reference: Table) -> Proportion:
+    """The share of ``released`` records whose nearest-neighbour distance ratio to
+    ``reference`` is under :data:`NNDR_LOW` (two records at distance 0 give 1: a record shared
+    by several people sits on none of them)."""
+    if len(reference) < 2 or len(released) == 0:
+        return Proportion.of(0, 0)
+    _, distances = nearest_neighbors(released, reference, k=2)
+    first, second = distances[:, 0].astype(float), distances[:, 1].astype(float)
+    ratio = np.divide(first, second, out=np.ones_like(first), where=second > 0)
+    return Proportion.of(int(np.sum(ratio < NNDR_LOW)), len(released))
+
+
+def _quantiles(distances: np.ndarray) -> dict[str, float]:
+    """The low quantiles (:data:`LOW_QUANTILES`) of distances to closest records."""
+    return {f"{q:g}": float(np.quantile(distances, q)) for q in LOW_QUANTILES}
+
+
+def _apart(share: Proportion, chance: Proportion) -> bool:
+    """Whether ``share``'s interval lies wholly above ``chance``'s."""
+    return share.trials > 0 and share.interval[0] > chance.interval[1]
 
 
 def rare_count(records: int) -> int:
