@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,34 @@ def test_typer_runner(tmp_path, fair_csv):
     )
     assert done.exit_code == 0, done.output
     assert (tmp_path / "o" / "card.json").exists()
+
+
+PROGRESS_LINE = re.compile(r"progress: +([0-9.]+) s +([0-9]+)%  (.+)")
+
+
+def test_progress_lines_name_each_step_and_attack_for_logs(tmp_path, capsys):
+    """Piped output shows no bar; ``--progress lines`` prints a plain line per step (each attack
+    named as it starts), ``none`` and the default print none, an unknown mode is one error."""
+    rows = "".join(f"{'ab'[i % 2]},{i % 5},{'xyz'[i % 3]}\n" for i in range(120))
+    table = tmp_path / "t.csv"
+    table.write_text("kind,level,colour\n" + rows)
+    evaluate = ["evaluate", "--train", str(table), "--holdout", str(table), "--release",
+                str(table), "--attacks", "20", "--no-ml", "--seed", "1", "--force"]  # fmt: skip
+    code, _, err = run(["--progress", "lines", *evaluate, "--out", str(tmp_path / "a")], capsys)
+    assert code == 0, err
+    lines = [PROGRESS_LINE.fullmatch(line) for line in err.splitlines() if "progress" in line]
+    assert lines and all(lines), err
+    steps = [m.group(3) for m in lines if m is not None]
+    assert steps[0] == "reading" and steps[-1] == "done"
+    assert steps.index("singling out (1 column)") < steps.index("linkability")
+    assert steps.index("linkability") < steps.index("membership inference")
+    percents = [int(m.group(2)) for m in lines if m is not None]
+    assert percents == sorted(percents) and percents[-1] == 100
+    for mode in ("none", "auto"):
+        code, _, err = run(["--progress", mode, *evaluate, "--out", str(tmp_path / mode)], capsys)
+        assert code == 0 and "progress:" not in err
+    code, _, err = run(["--progress", "bars", *evaluate, "--out", str(tmp_path / "b")], capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        "error: --progress 'bars' is unknown; use one of ['auto', 'lines', 'none']"
+    ]
+    assert not (tmp_path / "b").exists()

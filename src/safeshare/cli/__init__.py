@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from safeshare.cli._output import error
+from safeshare.cli._output import PROGRESS_MODES, error, show_progress
 from safeshare.cli.anonymize import anonymize_command
 from safeshare.cli.audit import audit_command
 from safeshare.cli.demo import demo
@@ -22,7 +22,7 @@ from safeshare.cli.plan import plan_command
 from safeshare.cli.release import release_command
 from safeshare.cli.risk import risk_command
 from safeshare.cli.train import train_command
-from safeshare.errors import SafeshareError
+from safeshare.errors import InputError, SafeshareError
 
 app = typer.Typer(
     name="safeshare",
@@ -65,8 +65,17 @@ def _root(
         is_eager=True,
         callback=_print_version,
     ),
+    progress: str = typer.Option(
+        "auto",
+        "--progress",
+        help="auto: a bar on a terminal, nothing when piped; lines: a plain line per step on "
+        "stderr (for logs; they come before an error line); none.",
+    ),
 ) -> None:
     """Turn sensitive tables into artifacts that are safe to share, and measure how safe they are."""
+    if progress not in PROGRESS_MODES:
+        raise InputError(f"--progress {progress!r} is unknown; use one of {list(PROGRESS_MODES)}")
+    show_progress(progress)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ holding brackets is data, never a style.  Styles come from :func:`styled` and :f
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,6 +18,10 @@ from rich.text import Text
 
 console = Console(stderr=True, highlight=False, markup=False)
 stdout = Console(highlight=False, markup=False)
+PROGRESS_MODES = ("auto", "lines", "none")
+LINE_STEP = 0.1  # in --progress lines, a line per step and per tenth of the work
+# how this invocation shows progress: set by the root command from --progress on every run
+_progress = {"mode": "auto"}
 
 
 def styled(text: object, style: str) -> Text:
@@ -31,9 +36,15 @@ def warn(line: object, label: str = "warning") -> None:
 
 @contextmanager
 def progress_bar(quiet: bool) -> Iterator[Callable[[str, float], None]]:
-    """A ``progress(step, fraction)`` callback drawn as one Rich bar (silent when quiet or piped)."""
-    if quiet or not console.is_terminal:
+    """A ``progress(step, fraction)`` callback as ``safeshare --progress`` asks: ``auto`` draws
+    one Rich bar on a terminal and nothing when piped; ``lines`` prints a plain line on stderr
+    per step and per tenth of the work (for logs); ``none`` and ``--quiet`` print nothing."""
+    mode = _progress["mode"]
+    if quiet or mode == "none" or (mode == "auto" and not console.is_terminal):
         yield lambda step, done: None
+        return
+    if mode == "lines":
+        yield _progress_lines()
         return
     with Progress(
         TextColumn("[bold]{task.description:<28}"),
@@ -47,6 +58,28 @@ def progress_bar(quiet: bool) -> Iterator[Callable[[str, float], None]]:
         yield lambda step, done: bar.update(
             task, description=step, completed=min(max(done, 0.0), 1.0)
         )
+
+
+def show_progress(mode: str) -> None:
+    """Set how this invocation shows progress (``safeshare --progress``), one of
+    :data:`PROGRESS_MODES`."""
+    _progress["mode"] = mode
+
+
+def _progress_lines() -> Callable[[str, float], None]:
+    """A callback printing ``progress: 12.3 s  45%  attacks`` when the step changes or the work
+    passes another tenth."""
+    started, last = time.monotonic(), {"step": "", "tenth": -1}
+
+    def report(step: str, done: float) -> None:
+        tenth = int(min(max(done, 0.0), 1.0) / LINE_STEP)
+        if step == last["step"] and tenth == last["tenth"]:
+            return
+        last["step"], last["tenth"] = step, tenth
+        elapsed = time.monotonic() - started
+        console.print(f"progress: {elapsed:6.1f} s {100 * min(max(done, 0.0), 1.0):4.0f}%  {step}")
+
+    return report
 
 
 def finish(quiet: bool, warnings: Iterable[str], summary: Callable[[], None]) -> None:

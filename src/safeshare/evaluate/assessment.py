@@ -25,8 +25,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -242,7 +243,10 @@ def assess(
     memorized = memorization(coded, train, holdout, rng, engine=engine)
 
     progress("attacks", 0.45)
-    family = run_attacks(coded, train, holdout, rng, options, cells=cells, auxiliary=auxiliary)
+    family = run_attacks(
+        coded, train, holdout, rng, options, cells=cells, auxiliary=auxiliary,
+        progress=lambda step, done: progress(step, 0.45 + 0.35 * done),
+    )  # fmt: skip
 
     progress("re-identification", 0.8)
     # the population: --population-size, else the owner's records (train + holdout)
@@ -320,9 +324,11 @@ def run_attacks(
     *,
     cells: CellSets | None = None,
     auxiliary: Table | None = None,
+    progress: Progress = no_progress,
 ) -> AttackFamily:
     """Singling out, linkability, inference, linkage and membership inference on ``release``
-    (``cells``: the release as written, where its values are generalized), as one family.
+    (``cells``: the release as written, where its values are generalized), as one family;
+    ``progress`` hears each attack's name as it starts.
 
     >>> import numpy as np
     >>> from safeshare.data.examples import load_example
@@ -342,26 +348,35 @@ def run_attacks(
     cells = cells or from_table(release)
     quasi, _ = _quasi_identifiers(train.domain, options)
     n = options.attacks
-    attacks = [
-        singling_out(release, train, holdout, rng, attacks=n, width=1),
-        singling_out(release, train, holdout, rng, attacks=n, width=min(3, len(train.columns))),
-    ]
+    wide = min(3, len(train.columns))
+    steps: list[tuple[str, Callable[[], AttackResult]]] = [
+        ("singling out (1 column)",
+         partial(singling_out, release, train, holdout, rng, attacks=n, width=1)),
+        (f"singling out ({wide} columns)",
+         partial(singling_out, release, train, holdout, rng, attacks=n, width=wide)),
+    ]  # fmt: skip
     if len(train.columns) >= 2:
         sources = options.link_columns or (None, None)
-        attacks.append(
-            linkability(
-                release, train, holdout, rng, attacks=n, columns_a=sources[0],
-                columns_b=sources[1], neighbors=options.neighbours,
-            )
-        )  # fmt: skip
-        secrets = _secrets(train.domain, options)
-        attacks += [inference(release, train, holdout, s, rng, attacks=n) for s in secrets]
-    for tolerant in (False, True):
-        attacks.append(
-            linkage(
-                cells, train, holdout, quasi, rng, attacks=n, tolerant=tolerant, auxiliary=auxiliary
-            )
-        )
+        steps.append(("linkability", partial(
+            linkability, release, train, holdout, rng, attacks=n, columns_a=sources[0],
+            columns_b=sources[1], neighbors=options.neighbours,
+        )))  # fmt: skip
+        steps += [
+            (f"inference of {secret}",
+             partial(inference, release, train, holdout, secret, rng, attacks=n))
+            for secret in _secrets(train.domain, options)
+        ]  # fmt: skip
+    steps += [
+        (f"linkage{' (error-tolerant)' if tolerant else ''}",
+         partial(linkage, cells, train, holdout, quasi, rng, attacks=n, tolerant=tolerant,
+                 auxiliary=auxiliary))
+        for tolerant in (False, True)
+    ]  # fmt: skip
+    attacks = []
+    for done, (name, attack) in enumerate(steps):  # in this order: they share rng's stream
+        progress(name, done / (len(steps) + 1))
+        attacks.append(attack())
+    progress("membership inference", len(steps) / (len(steps) + 1))
     members = membership_inference(release, train, holdout, rng)
     tests = family_size(attacks, members)
     return AttackFamily(
