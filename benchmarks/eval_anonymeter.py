@@ -1,11 +1,19 @@
 """Privacy attacks side by side: safeshare vs anonymeter 1.1.0, and DCR at 100,000 x 100,000.
 
 Both run the singling-out (multivariate, 3 columns), linkability and inference attacks with 500
-attacks on 10,000 training rows of UCI Adult, with a control set of 10,000 other rows, on two
-synthetic tables with known answers:
+attacks on 10,000 training rows of UCI Adult, with a control set of 10,000 other rows, on five
+releases with known answers:
 
 * ``copy``: the training rows themselves (every attack should find a large risk);
-* ``resample``: 10,000 further Adult rows, independent of train and control (no risk).
+* ``noisy copy``: the training rows with 10% of the cells replaced by the column's value in
+  another training row (a large risk);
+* ``k=5``: the training rows 5-anonymized on age, sex, race and marital-status by safeshare's
+  anonymizer (auto hierarchies, 5% suppression), the other columns kept as they are (a large
+  risk through them); safeshare reads its generalized values as the codes they cover;
+* ``resample``: 10,000 further Adult rows, independent of train and control (no risk);
+* ``resample, control 2,500``: the same release with a control set a quarter of train's size.
+  No risk either: anonymeter compares the attack's success on train with that on the smaller
+  control as they are, where safeshare first cuts train to control's size.
 
 Every contender runs as its own process (a driver in ``benchmarks/drivers/`` with its own venv's
 python); the harness measures the process (CPU = user + sys, peak RSS, wall; imports included)
@@ -35,6 +43,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
 ATTACKS = ("singling_out", "linkability", "inference")
+QUASI_IDENTIFIERS = ("age", "sex", "race", "marital-status")
+NOISE = 0.10  # the noisy copy's share of cells taken from another training row
 NAMES = [
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
     "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
@@ -76,7 +86,52 @@ def prepare(adult: Path, folder: Path, rows: int, seed: int) -> dict[str, Path]:
             writer.writerow(NAMES)
             writer.writerows([["" if v == "?" else v for v in r] for r in part])
     paths["copy"] = paths["train"]
+    paths["noisy copy"] = folder / "noisy_copy.csv"
+    noisy = random.Random(seed + 1)
+    with paths["noisy copy"].open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(NAMES)
+        for row in parts["train"]:
+            cells = [parts["train"][noisy.randrange(rows)][i] if noisy.random() < NOISE else v
+                     for i, v in enumerate(row)]  # fmt: skip
+            writer.writerow(["" if v == "?" else v for v in cells])
+    paths["control 2,500"] = folder / "control_small.csv"
+    with paths["control 2,500"].open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(NAMES)
+        writer.writerows(
+            [["" if v == "?" else v for v in r] for r in parts["control"][: rows // 4]]
+        )
+    paths["k=5"] = five_anonymous(paths["train"], folder)
     return paths
+
+
+def five_anonymous(train: Path, folder: Path) -> Path:
+    """The training rows 5-anonymized by safeshare's anonymizer, written as text."""
+    import pandas as pd
+
+    from safeshare.anonymize.anonymizer import Anonymizer
+
+    config = {
+        "quasi_identifiers": {c: {"hierarchy": "auto"} for c in QUASI_IDENTIFIERS},
+        "privacy": {"k": 5},
+        "suppression_limit": 0.05,
+        "other_columns": "keep",
+    }
+    frame = pd.read_csv(train, dtype=str, keep_default_na=False)
+    path = folder / "k5.csv"
+    Anonymizer(config).fit(frame).frame.to_csv(path, index=False)
+    return path
+
+
+# each case: the release, the control set, and whether the release holds generalized values
+CASES = {
+    "copy": ("copy", "control", False),
+    "noisy copy": ("noisy copy", "control", False),
+    "k=5": ("k=5", "control", True),
+    "resample": ("resample", "control", False),
+    "resample, control 2,500": ("resample", "control 2,500", False),
+}
 
 
 def run(command: list[str], timeout: float, cwd: Path) -> dict[str, Any]:
@@ -158,7 +213,7 @@ def summarize(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
 
 def print_attacks(summary: dict[str, Any]) -> None:
     for case, entry in summary.items():
-        print(f"\n{case}: 10,000 train / 10,000 control rows, 500 attacks (medians)")
+        print(f"\n{case}: train, control and release as above, 500 attacks (medians)")
         header = f"{'attack':<14}{'safeshare s':>12}{'anonymeter s':>14}{'ratio':>8}"
         print(header + "  safeshare risk   anonymeter risk [interval]")
         ours, peer = entry.get("safeshare", {}), entry.get("anonymeter", {})
@@ -195,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attacks", type=int, default=500)
     parser.add_argument("--only", choices=("safeshare", "anonymeter"))
     parser.add_argument("--skip-dcr", action="store_true")
+    parser.add_argument("--cases", nargs="*", help=f"some of {list(CASES)} (default: all)")
     parser.add_argument("--dcr-rows", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -209,12 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = prepare(adult, Path(tmp), args.rows, seed=0)
-        for case in ("copy", "resample"):
+        for case, (release, control, generalized) in CASES.items():
+            if args.cases and case not in args.cases:
+                continue
             runs[case] = {name: [] for name in runners}
             for repeat in range(args.repeats):
                 for name, command in runners.items():
-                    files = [str(paths["train"]), str(paths["control"]), str(paths[case])]
+                    files = [str(paths["train"]), str(paths[control]), str(paths[release])]
                     extra = ["--attacks", str(args.attacks), "--seed", str(repeat)]
+                    extra += ["--generalized"] if generalized and name == "safeshare" else []
                     result = run([*command, *files, *extra], 1800, BENCH / "drivers")
                     runs[case][name].append(result)
                     print(

@@ -42,18 +42,21 @@ class Job:
     synthetic: Path
     attacks: int
     seed: int
+    generalized: bool = False
 
 
 def job(description: str | None) -> Job:
-    """Parse ``TRAIN.csv CONTROL.csv SYNTHETIC.csv [--attacks N] [--seed S]``."""
+    """Parse ``TRAIN.csv CONTROL.csv SYNTHETIC.csv [--attacks N] [--seed S] [--generalized]``
+    (``--generalized``: the synthetic table holds generalized values such as ``20-29``)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("train", type=Path)
     parser.add_argument("control", type=Path)
     parser.add_argument("synthetic", type=Path)
     parser.add_argument("--attacks", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--generalized", action="store_true")
     args = parser.parse_args()
-    return Job(args.train, args.control, args.synthetic, args.attacks, args.seed)
+    return Job(args.train, args.control, args.synthetic, args.attacks, args.seed, args.generalized)
 
 
 def report(result: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """Benchmark driver: safeshare's singling-out (3 columns), linkability and inference attacks.
 
 The three CSVs are read as text, one domain is read from train + control (not DP: the data
-owner's evaluation), and each attack runs on the integer codes.
+owner's evaluation), and each attack runs on the integer codes.  With ``--generalized`` the
+synthetic table's generalized values (``20-29``, ``*``) are read as the sets of codes they
+cover, one code drawn per cell (``safeshare evaluate``'s reading), by a generator of its own.
 
 python safeshare_eval.py TRAIN.csv CONTROL.csv SYNTHETIC.csv --attacks 500 --seed 0
 """
@@ -14,6 +16,7 @@ import numpy as np
 from _eval import COLUMNS_A, COLUMNS_B, SECRET, job, report
 
 from safeshare.data import encode_frame, read_frame
+from safeshare.evaluate.generalized import cell_sets
 from safeshare.evaluate.inference import inference
 from safeshare.evaluate.linkability import linkability
 from safeshare.evaluate.singling_out import singling_out
@@ -36,7 +39,11 @@ def main() -> None:
     start = time.perf_counter()
     frames = [read_frame(p) for p in (args.train, args.control, args.synthetic)]
     domain, _ = evaluation_domain(frames[0], frames[1])
-    train, control, synthetic = (encode_frame(f, domain)[0] for f in frames)
+    train, control = (encode_frame(f, domain)[0] for f in frames[:2])
+    if args.generalized:
+        synthetic = cell_sets(frames[2], domain).impute(np.random.default_rng([args.seed, 1]))
+    else:
+        synthetic = encode_frame(frames[2], domain)[0]
     prepare = time.perf_counter() - start
     rng = np.random.default_rng(args.seed)
     out: dict[str, object] = {"prepare_seconds": prepare}
