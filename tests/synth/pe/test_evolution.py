@@ -84,6 +84,32 @@ def test_the_votes_move_the_population(selection) -> None:
     assert ends[6.0].std() < 2.0  # the start's spread was 5
 
 
+class _Stuck(_Line):
+    """Variations that change nothing: repeats can only stay."""
+
+    def vary(self, samples, degree, rng):
+        return samples.copy()
+
+
+def test_sampled_texts_repeat_at_most_the_stated_share() -> None:
+    """1,000 rows from a population of 200 repeat most samples; the repeats are varied at the
+    finest degree until at most ``max_duplicates`` remain, where the votes put the population."""
+    private = pd.DataFrame({"x": np.random.default_rng(1).normal(6.0, 0.5, 2000)})
+    settings = {"epsilon": 4.0, "delta": 1e-6, "iterations": 3, "samples_per_iteration": 200}
+    model = PrivateEvolution(_Line(), _Line(), rng=3, **settings).fit(private)
+    drawn = model.sample(1000)
+    assert len(drawn) == 1000 and drawn.duplicated().mean() <= 0.05
+    assert abs(drawn["x"].mean() - 6.0) < 1.0 and model.describe()["max_duplicates"] == 0.05
+    unique = PrivateEvolution(_Line(), _Line(), rng=3, max_duplicates=0.0, **settings)
+    assert not unique.fit(private).sample(1000).duplicated().any()
+    # an API whose variations repeat their input: the redraws stop after their rounds
+    stuck = PrivateEvolution(_Stuck(), _Line(), rng=3, **settings).fit(private)
+    kept = stuck.sample(1000)
+    assert len(kept) == 1000 and kept.duplicated().mean() > 0.5
+    with pytest.raises(InputError, match="max_duplicates"):  # refused before the data
+        PrivateEvolution(_Line(), _Line(), rng=3, max_duplicates=2.0, **settings).fit(private)
+
+
 def test_rank_selection_keeps_the_selected_samples(fair_table) -> None:
     history = []
     model = _model(

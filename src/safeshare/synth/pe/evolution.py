@@ -61,6 +61,10 @@ from safeshare.synth.pe.lookahead import check_lookahead, lookahead_degrees, loo
 from safeshare.synth.pe.neighbors import Search, check_search
 from safeshare.synth.pe.population import Population
 
+MAX_DUPLICATES = 0.05  # the share of sampled texts that may repeat an earlier one
+REDRAW_ROUNDS = 5  # rounds of variations sample() asks for, at most, to reach it
+FINEST_DEGREE = 0.1  # the variation degree of a single-iteration run's redraws
+
 
 @dataclass(frozen=True)
 class IterationInfo:
@@ -118,6 +122,7 @@ class PrivateEvolution:
         callbacks: Sequence[Callback] = (),
         rng: RandomSource = None,
         progress: Progress | None = None,
+        max_duplicates: float = MAX_DUPLICATES,
     ) -> None:
         self.api = api
         self.embedder = embedder
@@ -138,6 +143,7 @@ class PrivateEvolution:
         self.callbacks = callbacks
         self.rng = rng
         self.progress = progress
+        self.max_duplicates = max_duplicates
 
     # -- cost, stated before any data is read ----------------------------------------------
 
@@ -213,6 +219,8 @@ class PrivateEvolution:
                 "again. Create a new one (and check the ledger) instead"
             )
         search = check_search(self.neighbour_search)  # before any data is read
+        if not 0 <= self.max_duplicates <= 1:
+            raise InputError(f"max_duplicates is a share in [0, 1], not {self.max_duplicates!r}")
         frame = self._frame(data)
         api, embedder = self._parts()
         if not isinstance(api, RandomAPI) or not isinstance(api, VariationAPI):
@@ -286,6 +294,10 @@ class PrivateEvolution:
 
         The default ``n`` is the record count read off the last noisy votes (each record
         casts ``sqrt(k)`` votes in all): DP post-processing, never the exact private count.
+        Texts (a frame, not a Table) drawn more than once are varied at the finest degree
+        until at most ``max_duplicates`` of the rows repeat an earlier one (at most
+        :data:`REDRAW_ROUNDS` rounds; public work on synthetic texts, no privacy cost); a
+        table's repeated records are its distribution and stay.
         """
         if not self.fitted_:
             raise NotFittedError("PrivateEvolution is not fitted yet; call fit(data) first")
@@ -294,11 +306,25 @@ class PrivateEvolution:
             n = max(1, round(votes / math.sqrt(self.neighbours)))
         if n < 0:
             raise InputError(f"n must be non-negative, got {n}")
-        rows = systematic(self.population_.weights(), n, self._sampler.generator())
+        rng = self._sampler.generator()
+        rows = systematic(self.population_.weights(), n, rng)
         frame = self.population_.samples.iloc[rows].reset_index(drop=True)
         if self.domain_ is None:
-            return frame
+            return self._fewer_repeats(frame, rng)
         return Table({c: frame[c].to_numpy() for c in self.domain_.names}, self.domain_)
+
+    def _fewer_repeats(self, frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+        """``frame`` with its repeated rows varied until at most ``max_duplicates`` repeat."""
+        api, _ = self._parts()
+        degree = min(self.degrees(), default=FINEST_DEGREE)
+        for _ in range(REDRAW_ROUNDS):
+            repeats = frame.duplicated(keep="first").to_numpy()
+            if len(frame) == 0 or repeats.mean() <= self.max_duplicates:
+                break
+            asked = frame[repeats].reset_index(drop=True)
+            varied = self._checked(api.vary(asked, degree, rng), len(asked))
+            frame.loc[repeats, list(frame.columns)] = varied[list(frame.columns)].to_numpy()
+        return frame
 
     def samples_per_parent(self) -> int:
         """How many samples each selected sample gives the next population: 1 for
@@ -323,6 +349,7 @@ class PrivateEvolution:
             **self._rank_settings(),
             "lookahead": self.lookahead,
             "neighbour_search": self.neighbour_search,
+            "max_duplicates": self.max_duplicates,
             "public": ["the random and variation APIs and their inputs", "the embedder"],
             "private": ["the records, through the noisy nearest-neighbour votes only"],
         }
