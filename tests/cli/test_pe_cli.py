@@ -16,6 +16,7 @@ import pytest
 from safeshare.cli import main
 from safeshare.dp.ledger import Ledger
 from safeshare.report.card import HEADER_FIELDS
+from safeshare.synth.pe.evolution import REDRAW_ROUNDS
 from tests.conftest import SHARED, needs_shared
 
 FAIR_SCHEMA = Path(__file__).resolve().parents[2] / "src/safeshare/data/schemas/fair.yaml"
@@ -110,6 +111,8 @@ class Reviews(BaseHTTPRequestHandler):
         if "Fill each blank" in user:
             text = user.splitlines()[-1].replace("_", "nice")
         else:
+            with state["lock"]:
+                state["random"] += 1
             label = user.split()[3]
             topics = user.rsplit(":", 1)[-1].strip().rstrip(".")
             text = f"The {topics} were {'great' if label == 'positive' else 'awful'}."
@@ -127,7 +130,7 @@ class Reviews(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Reviews)
-    httpd.state = {"requests": 0, "budget": 10**9, "lock": threading.Lock()}  # type: ignore[attr-defined]
+    httpd.state = {"requests": 0, "random": 0, "budget": 10**9, "lock": threading.Lock()}  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -164,10 +167,14 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert "resume without spending the budget again: safeshare synthesize" in message
     assert f"--checkpoint {folder}" in message and not (tmp_path / "out").exists()
 
-    server.state.update(requests=0, budget=10**9)  # type: ignore[attr-defined]
+    server.state.update(requests=0, random=0, budget=10**9)  # type: ignore[attr-defined]
     code, _, err = run(argv, capsys)
     assert code == 0, err
-    assert server.state["requests"] == 10  # type: ignore[attr-defined]  # label 1's variations
+    # no first population asked again: label 1's 10 variations, then sample()'s redraws of
+    # repeated texts, at most one call per written text and round
+    written = len(pd.read_csv(tmp_path / "out" / "synthetic.csv"))
+    assert server.state["random"] == 0  # type: ignore[attr-defined]
+    assert 10 <= server.state["requests"] <= 10 + REDRAW_ROUNDS * written  # type: ignore[attr-defined]
     status = Ledger(ledger).find("reviews.csv")
     assert status.releases == 1 and status.spent_epsilon == 4.0
     card = json.loads((tmp_path / "out" / "card.json").read_text())

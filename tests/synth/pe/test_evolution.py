@@ -85,9 +85,12 @@ def test_the_votes_move_the_population(selection) -> None:
 
 
 class _Stuck(_Line):
-    """Variations that change nothing: repeats can only stay."""
+    """Variations that change nothing: repeats can only stay.  Counts the calls."""
+
+    calls = 0
 
     def vary(self, samples, degree, rng):
+        self.calls += 1
         return samples.copy()
 
 
@@ -102,10 +105,12 @@ def test_sampled_texts_repeat_at_most_the_stated_share() -> None:
     assert abs(drawn["x"].mean() - 6.0) < 1.0 and model.describe()["max_duplicates"] == 0.05
     unique = PrivateEvolution(_Line(), _Line(), rng=3, max_duplicates=0.0, **settings)
     assert not unique.fit(private).sample(1000).duplicated().any()
-    # an API whose variations repeat their input: the redraws stop after their rounds
-    stuck = PrivateEvolution(_Stuck(), _Line(), rng=3, **settings).fit(private)
+    # an API whose variations repeat their input: one round of redraws shows it, no more
+    api = _Stuck()
+    stuck = PrivateEvolution(api, _Line(), rng=3, **settings).fit(private)
+    fitting = api.calls
     kept = stuck.sample(1000)
-    assert len(kept) == 1000 and kept.duplicated().mean() > 0.5
+    assert len(kept) == 1000 and kept.duplicated().mean() > 0.5 and api.calls == fitting + 1
     with pytest.raises(InputError, match="max_duplicates"):  # refused before the data
         PrivateEvolution(_Line(), _Line(), rng=3, max_duplicates=2.0, **settings).fit(private)
 

@@ -295,8 +295,9 @@ class PrivateEvolution:
         The default ``n`` is the record count read off the last noisy votes (each record
         casts ``sqrt(k)`` votes in all): DP post-processing, never the exact private count.
         Texts (a frame, not a Table) drawn more than once are varied at the finest degree
-        until at most ``max_duplicates`` of the rows repeat an earlier one (at most
-        :data:`REDRAW_ROUNDS` rounds; public work on synthetic texts, no privacy cost); a
+        until at most ``max_duplicates`` of the rows repeat an earlier one (public work on
+        synthetic texts, no privacy cost; one variation call per repeated row and round, at
+        most :data:`REDRAW_ROUNDS` rounds, stopping after a round that removed no repeat); a
         table's repeated records are its distribution and stay.
         """
         if not self.fitted_:
@@ -317,13 +318,16 @@ class PrivateEvolution:
         """``frame`` with its repeated rows varied until at most ``max_duplicates`` repeat."""
         api, _ = self._parts()
         degree = min(self.degrees(), default=FINEST_DEGREE)
+        before = len(frame) + 1
         for _ in range(REDRAW_ROUNDS):
             repeats = frame.duplicated(keep="first").to_numpy()
-            if len(frame) == 0 or repeats.mean() <= self.max_duplicates:
-                break
+            count = int(repeats.sum())
+            if count <= self.max_duplicates * len(frame) or count >= before:
+                break  # few enough, or the last round's variations repeated as much
             asked = frame[repeats].reset_index(drop=True)
             varied = self._checked(api.vary(asked, degree, rng), len(asked))
             frame.loc[repeats, list(frame.columns)] = varied[list(frame.columns)].to_numpy()
+            before = count
         return frame
 
     def samples_per_parent(self) -> int:
