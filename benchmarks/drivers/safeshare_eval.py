@@ -3,7 +3,9 @@
 The three CSVs are read as text, one domain is read from train + control (not DP: the data
 owner's evaluation), and each attack runs on the integer codes.  With ``--generalized`` the
 synthetic table's generalized values (``20-29``, ``*``) are read as the sets of codes they
-cover, one code drawn per cell (``safeshare evaluate``'s reading), by a generator of its own.
+cover, one code drawn per cell by a generator of its own (for singling out), and the
+distance attacks read each generalized cell at the distance of the closest code it covers
+(``safeshare evaluate``'s reading).
 
 python safeshare_eval.py TRAIN.csv CONTROL.csv SYNTHETIC.csv --attacks 500 --seed 0
 """
@@ -40,8 +42,11 @@ def main() -> None:
     frames = [read_frame(p) for p in (args.train, args.control, args.synthetic)]
     domain, _ = evaluation_domain(frames[0], frames[1])
     train, control = (encode_frame(f, domain)[0] for f in frames[:2])
+    covers = None
     if args.generalized:
-        synthetic = cell_sets(frames[2], domain).impute(np.random.default_rng([args.seed, 1]))
+        cells = cell_sets(frames[2], domain)
+        synthetic = cells.impute(np.random.default_rng([args.seed, 1]))
+        covers = cells.covers()
     else:
         synthetic = encode_frame(frames[2], domain)[0]
     prepare = time.perf_counter() - start
@@ -59,10 +64,11 @@ def main() -> None:
         attacks=args.attacks,
         columns_a=COLUMNS_A,
         columns_b=COLUMNS_B,
+        covers=covers,
     )
     out["linkability"] = summary(result, time.perf_counter() - start)
     start = time.perf_counter()
-    result = inference(synthetic, train, control, SECRET, rng, attacks=args.attacks)
+    result = inference(synthetic, train, control, SECRET, rng, attacks=args.attacks, covers=covers)
     out["inference"] = summary(result, time.perf_counter() - start)
     report(out)
 

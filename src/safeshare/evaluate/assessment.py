@@ -349,6 +349,7 @@ def run_attacks(
     quasi, _ = _quasi_identifiers(train.domain, options)
     n = options.attacks
     wide = min(3, len(train.columns))
+    covers = cells.covers()  # generalized cells, read as the codes they cover
     steps: list[tuple[str, Callable[[], AttackResult]]] = [
         ("singling out (1 column)",
          partial(singling_out, release, train, holdout, rng, attacks=n, width=1)),
@@ -359,11 +360,11 @@ def run_attacks(
         sources = options.link_columns or (None, None)
         steps.append(("linkability", partial(
             linkability, release, train, holdout, rng, attacks=n, columns_a=sources[0],
-            columns_b=sources[1], neighbors=options.neighbours,
+            columns_b=sources[1], neighbors=options.neighbours, covers=covers,
         )))  # fmt: skip
         steps += [
             (f"inference of {secret}",
-             partial(inference, release, train, holdout, secret, rng, attacks=n))
+             partial(inference, release, train, holdout, secret, rng, attacks=n, covers=covers))
             for secret in _secrets(train.domain, options)
         ]  # fmt: skip
     steps += [

@@ -64,6 +64,28 @@ class CellSets:
     def is_generalized(self) -> bool:
         return any(self.generalized.values())
 
+    def covers(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """For each column where some cell covers several codes, each row's code (``size + i``
+        for the ``i``-th such set) and those sets' masks: what
+        :class:`~safeshare.evaluate.neighbors.GowerIndex` reads as a generalized reference.
+
+        >>> from safeshare.data import Column, Domain, Kind
+        >>> domain = Domain((Column("sex", Kind.CATEGORICAL, categories=("F", "M")),))
+        >>> cells = cell_sets(pd.DataFrame({"sex": ["F", "*", "M"]}), domain)
+        >>> codes, masks = cells.covers()["sex"]
+        >>> codes.tolist(), masks.sum(axis=1).tolist()
+        ([0, 4, 1], [4])
+        """
+        out = {}
+        for column in self.domain:
+            masks = self.masks[column.name]
+            wide = masks.sum(axis=1) > 1
+            if not wide[np.unique(self.rows[column.name])].any():
+                continue
+            code = np.where(wide, column.size + np.cumsum(wide) - 1, masks.argmax(axis=1))
+            out[column.name] = (code[self.rows[column.name]], masks[wide])
+        return out
+
     def impute(self, rng: np.random.Generator) -> Table:
         """One code per cell, drawn uniformly from its set: a coded table for the other measures."""
         codes = {}

@@ -26,7 +26,7 @@ import numpy as np
 
 from safeshare.data.table import Table
 from safeshare.evaluate.attack_risk import AttackResult, attack_risk, check_attacks, equal_sizes
-from safeshare.evaluate.neighbors import GowerIndex
+from safeshare.evaluate.neighbors import Covers, GowerIndex
 
 THREAT = (
     "An attacker who knows everything about a person except one secret attribute uses the "
@@ -43,8 +43,11 @@ def inference(
     *,
     attacks: int = 500,
     known: Sequence[str] | None = None,
+    covers: Covers | None = None,
 ) -> AttackResult:
-    """Guess ``secret`` from ``known`` columns (default: all others) via the closest release row."""
+    """Guess ``secret`` from ``known`` columns (default: all others) via the closest release row
+    (``covers``: the release's generalized cells, read at the distance of the closest code
+    they cover)."""
     release.domain[secret]  # a clear error for an unknown column
     known = [c for c in (known or release.columns) if c != secret]
     if not known:
@@ -52,7 +55,7 @@ def inference(
     check_attacks(attacks, len(release), "the release")
     main_set, control_set = equal_sizes(train, control, rng)
     check_attacks(attacks, len(main_set), "the smaller of train and control")
-    index = GowerIndex(release, known)
+    index = GowerIndex(release, known, covers)
     released = release.column(secret)
 
     def correct(pool: Table) -> int:

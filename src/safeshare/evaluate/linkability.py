@@ -33,7 +33,7 @@ from safeshare.evaluate.attack_risk import (
     check_attacks,
     equal_sizes,
 )
-from safeshare.evaluate.neighbors import GowerIndex
+from safeshare.evaluate.neighbors import Covers, GowerIndex
 
 THREAT = (
     "An attacker holding two separate sets of attributes about people (from two sources) uses "
@@ -51,10 +51,13 @@ def linkability(
     columns_a: Sequence[str] | None = None,
     columns_b: Sequence[str] | None = None,
     neighbors: int = 1,
+    covers: Covers | None = None,
 ) -> AttackResult:
     """Link two column sets of each target through its ``neighbors`` closest released records.
 
-    By default the columns are split by :func:`balanced_split`.
+    By default the columns are split by :func:`balanced_split`.  ``covers``: the release's
+    generalized cells, read at the distance of the closest code they cover
+    (:class:`~safeshare.evaluate.neighbors.GowerIndex`).
     """
     if len(release.columns) < 2:
         raise ValueError("linkability needs at least two columns to split between two sources")
@@ -65,8 +68,8 @@ def linkability(
     check_attacks(attacks, len(release), "the release")
     main_set, control_set = equal_sizes(train, control, rng)
     check_attacks(attacks, len(main_set), "the smaller of train and control")
-    index_a = GowerIndex(release, columns_a)
-    index_b = GowerIndex(release, columns_b)
+    index_a = GowerIndex(release, columns_a, covers)
+    index_b = GowerIndex(release, columns_b, covers)
 
     def links(pool: Table) -> int:
         targets = pool.take(rng.choice(len(pool), size=attacks, replace=False))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -66,22 +66,61 @@ def term_table(column: Column, unit: int) -> np.ndarray:
     return table
 
 
-class GowerIndex:
-    """Reference rows prepared for repeated nearest-record queries on ``columns``."""
+Covers = Mapping[str, tuple[np.ndarray, np.ndarray]]
+"""Per column of a reference whose cells may cover several codes (a generalized release):
+each row's code, where a code ``size + i`` stands for the codes ``masks[i]`` covers, and the
+masks (see :meth:`~safeshare.evaluate.generalized.CellSets.covers`)."""
 
-    def __init__(self, reference: Table, columns: Sequence[str] | None = None) -> None:
+
+class GowerIndex:
+    """Reference rows prepared for repeated nearest-record queries on ``columns``.
+
+    ``covers`` reads a reference cell that covers several codes (``17-26``, ``*``) at the
+    distance of the closest code it covers, 0 when it covers the query's: the reading of an
+    attacker who knows what a generalized value means.
+
+    >>> import numpy as np
+    >>> from safeshare.data import Column, Domain, Kind, Table
+    >>> domain = Domain((Column("age", Kind.ORDINAL, categories=tuple("0123")),))
+    >>> ref = Table({"age": np.array([0, 3])}, domain)
+    >>> query = Table({"age": np.array([2])}, domain)
+    >>> GowerIndex(ref).nearest(query).tolist()        # 3 is one rank step (of 3) away
+    [1]
+    >>> covered = np.isin(np.arange(domain["age"].size), [1, 2, 3])   # the cell "1-3"
+    >>> wide = {"age": (np.array([0, domain["age"].size]), covered[None, :])}
+    >>> GowerIndex(ref, covers=wide).nearest(query).tolist()  # the second row now reads 1-3
+    [0]
+    """
+
+    def __init__(
+        self, reference: Table, columns: Sequence[str] | None = None, covers: Covers | None = None
+    ) -> None:
         self.columns = list(reference.columns if columns is None else columns)
         if not self.columns:
             raise ValueError("a distance needs at least one column")
         declared = [reference.domain[c] for c in self.columns]
         self.unit = unit_of(declared)
-        single = [term_table(c, self.unit) for c in declared]
-        self.groups = _group_columns([len(t) for t in single])
+        covers = {c: v for c, v in (covers or {}).items() if c in self.columns and len(v[1])}
+        single = [
+            _covering(term_table(c, self.unit), covers[c.name][1])
+            if c.name in covers
+            else term_table(c, self.unit)
+            for c in declared
+        ]
+        # a column read through its covers has more reference codes than query codes: alone
+        alone = _JOINT_CELLS + 1
+        self.groups = _group_columns(
+            [alone if c.name in covers else len(t) for c, t in zip(declared, single, strict=True)]
+        )
         self.tables = [_joint_table([single[j] for j in g]) for g in self.groups]
         self._sizes = [len(t) for t in single]
         nominal = [c.kind is Kind.CATEGORICAL for c in declared]
         self._nominal = [all(nominal[j] for j in g) for g in self.groups]
-        self.codes = self.encode(reference.matrix(self.columns))
+        matrix = reference.matrix(self.columns)
+        for j, name in enumerate(self.columns):
+            if name in covers:
+                matrix[:, j] = covers[name][0]
+        self.codes = self.encode(matrix)
         self.size = len(reference)
         total = len(self.columns) * self.unit
         narrow = total <= np.iinfo(np.uint16).max
@@ -225,6 +264,12 @@ class GowerIndex:
             indices[q0:q1] = self.positions[np.take_along_axis(part, order, axis=1)]
             dist[q0:q1] = np.floor(np.take_along_axis(chosen, order, axis=1))
         return indices, dist / (self.unit * len(self.columns))
+
+
+def _covering(table: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``table`` with one more column per mask: the distance to the closest code it covers."""
+    extra = np.stack([table[:, mask].min(axis=1) for mask in masks], axis=1)
+    return np.concatenate([table, extra], axis=1)
 
 
 def _group_columns(sizes: list[int], cells: int | None = None) -> list[list[int]]:
