@@ -21,11 +21,14 @@ data at all).  Each synthetic set is scored as a user would:
 * words per text and the share of distinct texts.
 
 The votes are worth something when the rows with private votes beat iteration 0 and
-``inf`` beats the noisy budgets.  CPU = user + sys of this process for PE's fit (embeddings
-included; each run embeds from scratch).
+``inf`` beats the noisy budgets.  ``--blind`` adds PE without noise whose votes are blind to
+the data (the private texts embedded as random directions): what selection and variation do
+with votes that carry nothing of the private texts, beside what the private votes buy.  CPU =
+user + sys of this process for PE's fit (embeddings included; each run embeds from scratch).
 
     .venv/bin/python benchmarks/pe_text.py                          # ~25 CPU min on 2 cores
     .venv/bin/python benchmarks/pe_text.py --epsilons 4 inf --selections rank --seeds 0
+    .venv/bin/python benchmarks/pe_text.py --selections sample --epsilons inf --blind
 """
 
 from __future__ import annotations
@@ -87,6 +90,24 @@ class CachedEmbedder:
         return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 384))
 
 
+class BlindEmbedder:
+    """An embedder that gives the private texts random directions: every vote is cast, without
+    noise, but says nothing of the private data.  Beside the no-noise run it shows what the
+    data's votes buy over selection and variation alone (the synthetic texts, word salad from
+    a public vocabulary, never equal a private text)."""
+
+    def __init__(self, embed: CachedEmbedder, private: pd.DataFrame, seed: int) -> None:
+        self.embed_texts, self.private = embed, set(private["text"].astype(str))
+        self.rng = np.random.default_rng(seed)
+
+    def embed(self, samples: pd.DataFrame) -> np.ndarray:
+        vectors = self.embed_texts.embed(samples).copy()
+        private = samples["text"].astype(str).isin(self.private).to_numpy()
+        random = self.rng.normal(size=(int(private.sum()), vectors.shape[1]))
+        vectors[private] = random / np.linalg.norm(random, axis=1, keepdims=True)
+        return vectors
+
+
 def scores(embed: CachedEmbedder, texts: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
     """What a user measures: test accuracy, Fréchet distance to the test split, words, variety."""
     classifier = LogisticRegression(max_iter=2000, C=1.0)
@@ -112,12 +133,14 @@ def evolve(
     seed: int,
     train: pd.DataFrame,
     embed: CachedEmbedder,
+    blind: bool = False,
 ) -> tuple[pd.DataFrame, dict]:
     base = WordAPI(Vocabulary.bundled("reviews"))
+    embedder = BlindEmbedder(embed, train, seed) if blind else embed
     budget = {"rho": NO_NOISE_RHO} if math.isinf(epsilon) else {"epsilon": epsilon}
     model = LabelledEvolution(
         lambda label: base.for_label(NAMES[label]),
-        embed,
+        embedder,
         labels=[0, 1],
         delta=DELTA,
         iterations=args.iterations,
@@ -169,6 +192,9 @@ def main() -> int:
     parser.add_argument("--offspring", type=int, default=4, help="rank: samples per selected one")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0, math.inf])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument(
+        "--blind", action="store_true", help="also run 'sample' with votes blind to the data"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     if not all((TEXT / f).is_file() for f in FILES):
@@ -187,6 +213,11 @@ def main() -> int:
                 case = f"{selection}, epsilon={epsilon:g}"
                 rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test)})
                 print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)
+    for seed in args.seeds if args.blind else []:
+        synthetic, cost = evolve(args, math.inf, "sample", seed, train, embed, blind=True)
+        case = "sample, no noise, blind votes"
+        rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test)})
+        print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)
     print(
         f"train {len(train)} / test {len(test)} texts; T={args.iterations}, "
         f"{args.population} samples per label, delta={DELTA:g}; scores per seed"
