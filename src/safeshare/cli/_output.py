@@ -72,12 +72,13 @@ def _progress_lines() -> Callable[[str, float], None]:
     started, last = time.monotonic(), {"step": "", "tenth": -1}
 
     def report(step: str, done: float) -> None:
-        tenth = int(min(max(done, 0.0), 1.0) / LINE_STEP)
+        share = min(max(done, 0.0), 1.0)
+        tenth = int(share / LINE_STEP)
         if step == last["step"] and tenth == last["tenth"]:
             return
         last["step"], last["tenth"] = step, tenth
         elapsed = time.monotonic() - started
-        console.print(f"progress: {elapsed:6.1f} s {100 * min(max(done, 0.0), 1.0):4.0f}%  {step}")
+        console.print(f"progress: {elapsed:6.1f} s {100 * share:4.0f}%  {step}")
 
     return report
 

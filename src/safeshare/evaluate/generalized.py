@@ -80,8 +80,8 @@ class CellSets:
         for column in self.domain:
             masks = self.masks[column.name]
             wide = masks.sum(axis=1) > 1
-            if not wide[np.unique(self.rows[column.name])].any():
-                continue
+            if not wide.any() or not wide[np.unique(self.rows[column.name])].any():
+                continue  # (a plain release: no set covers two codes, nothing to sort)
             code = np.where(wide, column.size + np.cumsum(wide) - 1, masks.argmax(axis=1))
             out[column.name] = (code[self.rows[column.name]], masks[wide])
         return out

@@ -200,8 +200,12 @@ def _rare_records(
     in_release_train = sum(row in released for row in _rows(rare_train))
     in_release_holdout = sum(row in released for row in _rows(rare_holdout))
     near = near_copy_distance(len(train.columns)) + 1e-9  # distances are float32 means
-    near_train = int(np.sum(nearest_distances(rare_train, release) <= near))
-    near_holdout = int(np.sum(nearest_distances(rare_holdout, release) <= near))
+    both = Table(  # one search of the release for both sets of rare records
+        {c: np.concatenate([rare_train.column(c), rare_holdout.column(c)]) for c in train.columns},
+        train.domain,
+    )
+    close = nearest_distances(both, release) <= near
+    near_train, near_holdout = int(close[:k].sum()), int(close[k:].sum())
     return (
         Proportion.of(in_release_train, k),
         Proportion.of(in_release_holdout, k_unseen),
