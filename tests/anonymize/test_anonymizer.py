@@ -15,7 +15,7 @@ from safeshare.anonymize.hierarchy import HierarchyError
 from safeshare.anonymize.models import AnonymizationError, NoSolutionError
 from safeshare.anonymize.transforms import SecretKey, pseudonymize
 from safeshare.data import Column, Domain, Kind, Table
-from safeshare.errors import SchemaError
+from safeshare.errors import InputError, SchemaError
 from tests.conftest import SHARED, needs_shared
 
 KEY = "k" * 32
@@ -323,3 +323,47 @@ def test_adult_recoding_the_suppressed_records(adult):
     k, diversity, _ = brute_force(recoded.frame, qis, "salary-class", overall)
     assert k >= 5 and diversity >= 2
     assert recoded.quality.overall["precision"] <= plain.quality.overall["precision"] + 1e-12
+
+
+def _zip_population(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    zips = [f"{a}{b}{c}" for a in ("13", "14", "15") for b in "0123" for c in ("11", "27", "53")]
+    return pd.DataFrame({"zip": rng.choice(zips, size=600), "age": rng.integers(18, 80, 600)})
+
+
+def test_delta_presence_holds_on_the_written_table():
+    population = _zip_population(0)
+    sample = population.sample(frac=0.3, random_state=1).astype(str).reset_index(drop=True)
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+        "privacy": {"delta_presence": {"delta_max": 0.35, "population": "unused.csv"}},
+        "suppression_limit": 0.05,
+    }
+    result = Anonymizer(config, population=population.astype(str)).fit(sample)
+    written = result.frame["zip"]
+    for label, held in written.value_counts().items():  # recounted from the written file
+        prefix = label.rstrip("*")
+        matched = population["zip"].str.startswith(prefix).sum()
+        assert held / matched <= 0.35 + 1e-12, (label, held, matched)
+    outcome = next(m for m in result.models if m.name == "delta-presence")
+    assert outcome.satisfied and outcome.achieved["delta_max"] <= 0.35
+    assert result.transformation["zip"] >= 1  # the raw ZIP codes break it somewhere
+
+
+def test_delta_presence_refuses_data_that_are_not_a_sample_of_the_population():
+    population = _zip_population(0)
+    everyone = population[population["zip"] == population["zip"][0]].astype(str)
+    sample = pd.concat([everyone, everyone.head(1)])  # one person more than the population has
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+        "privacy": {"delta_presence": {"delta_max": 0.5, "population": "unused.csv"}},
+    }
+    with pytest.raises(InputError, match=r"match no record left in the delta-presence population"):
+        Anonymizer(config, population=population.astype(str)).fit(sample)
+    with pytest.raises(SchemaError, match=r"delta_min .* is above delta_max"):
+        AnonymizeConfig.from_dict({**config, "privacy": {"delta_presence": {
+            "delta_min": 0.6, "delta_max": 0.5, "population": "p.csv"}}})  # fmt: skip
+    with pytest.raises(SchemaError, match="different population tables"):
+        AnonymizeConfig.from_dict({**config, "privacy": {
+            "k_map": {"k": 2, "population": "a.csv"},
+            "delta_presence": {"delta_max": 0.5, "population": "b.csv"}}})  # fmt: skip

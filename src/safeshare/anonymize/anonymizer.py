@@ -38,10 +38,12 @@ from safeshare.anonymize.figures import Prepared, account, settle_suppression
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.inputs import (
     MISSING_SENSITIVE,
+    check_sample_of,
     check_solvable,
     hierarchy_for,
+    hierarchy_values,
     level_bounds,
-    population_codes,
+    read_population,
     sensitive_columns,
 )
 from safeshare.anonymize.models import KMap
@@ -69,7 +71,8 @@ class Anonymizer:
     """Anonymize a table under a config (see :mod:`safeshare.anonymize.config`).
 
     ``hierarchies`` gives :class:`Hierarchy` objects directly (they win over the config's);
-    ``population`` is the k-map population table when the config does not name a file.
+    ``population`` is the population table (k-map, delta-presence) when the config does not name
+    a file.
     """
 
     def __init__(
@@ -144,7 +147,11 @@ class Anonymizer:
         config = self.config
         qis = list(config.quasi_identifiers)
         report("reading hierarchies", 0.05)
-        hierarchies = [hierarchy_for(config, name, frame[name], self.hierarchies) for name in qis]
+        people = read_population(config, self.population)
+        hierarchies = [
+            hierarchy_for(config, name, hierarchy_values(frame[name], people), self.hierarchies)
+            for name in qis
+        ]
         codes = [
             h.encode(frame[name], weights=weights) for h, name in zip(hierarchies, qis, strict=True)
         ]
@@ -154,13 +161,14 @@ class Anonymizer:
         # (from counts, only the sensitive columns a model reads were counted)
         only = None if weights is None else [c for c in config.sensitive if c in read]
         infos, sens_codes = sensitive_columns(config, frame, weights, only=only)
-        population = None
         k_map = config.privacy.k_map
         if k_map is not None:
             models.append(KMap(k_map.k))
-            population = population_codes(config, hierarchies, k_map, self.population)
+        population = None if people is None else [h.encode(people[h.column]) for h in hierarchies]
         n = len(frame) if weights is None else int(weights.sum())
         check_solvable(models, n, infos, population)
+        if population is not None and config.privacy.delta_presence is not None:
+            check_sample_of(codes, weights, population)
 
         report("searching", 0.2)
         problem = Problem.build(

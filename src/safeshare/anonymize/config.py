@@ -27,6 +27,7 @@
       l_diversity: [{attribute: disease, l: 2, variant: distinct}]
       t_closeness: [{attribute: disease, t: 0.3, distance: hierarchical}]
       k_map: {k: 5, population: population.csv}
+      delta_presence: {delta_min: 0.0, delta_max: 0.5, population: population.csv}
       beta_likeness: [{attribute: disease, beta: 1.0, variant: enhanced}]  # or basic
       delta_disclosure: [{attribute: disease, delta: 1.5}]
       average_risk: 0.05
@@ -61,6 +62,7 @@ from safeshare.anonymize.models import (
     AverageRisk,
     BetaLikeness,
     DeltaDisclosure,
+    DeltaPresence,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
@@ -281,6 +283,20 @@ class KMapSpec(_Strict):
     population: str
 
 
+class DeltaPresenceSpec(_Strict):
+    delta_min: float = Field(0.0, ge=0, le=1)
+    delta_max: float = Field(..., gt=0, le=1)
+    population: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DeltaPresenceSpec:
+        if self.delta_min > self.delta_max:
+            raise ValueError(
+                f"delta_min ({self.delta_min:g}) is above delta_max ({self.delta_max:g})"
+            )
+        return self
+
+
 class PrivacySpec(_Strict):
     """The privacy models; every one given must hold."""
 
@@ -288,6 +304,7 @@ class PrivacySpec(_Strict):
     l_diversity: list[LDiversitySpec] = []
     t_closeness: list[TClosenessSpec] = []
     k_map: KMapSpec | None = None
+    delta_presence: DeltaPresenceSpec | None = None
     beta_likeness: list[BetaLikenessSpec] = []
     delta_disclosure: list[DeltaDisclosureSpec] = []
     average_risk: float | None = Field(None, gt=0, le=1)
@@ -302,11 +319,30 @@ class PrivacySpec(_Strict):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, dict) else value
 
+    @model_validator(mode="after")
+    def _one_population(self) -> PrivacySpec:
+        files = {spec.population for spec in (self.k_map, self.delta_presence) if spec}
+        if len(files) > 1:
+            raise ValueError(
+                f"k_map and delta_presence name different population tables ({sorted(files)}); "
+                "name the same one"
+            )
+        return self
+
+    @property
+    def population(self) -> str | None:
+        """The population table's file that k-map and delta-presence read, if either is set."""
+        spec = self.k_map or self.delta_presence
+        return spec.population if spec is not None else None
+
     def models(self) -> list[PrivacyModel]:
         """The model objects (k-map is added by the anonymizer, which reads the population)."""
         out: list[PrivacyModel] = []
         if self.k is not None:
             out.append(KAnonymity(self.k))
+        if self.delta_presence is not None:
+            presence = self.delta_presence
+            out.append(DeltaPresence(presence.delta_min, presence.delta_max))
         for spec in self.l_diversity:
             if spec.variant == "distinct":
                 out.append(DistinctLDiversity(spec.attribute, int(spec.l)))

@@ -1,8 +1,8 @@
 """The inputs of an anonymization, read through its config.
 
 The quasi-identifiers' hierarchies (given, or built as the config says) and the levels the
-search may use; the sensitive attributes' codes and value counts; the k-map population's
-codes; and a check that the privacy models can be met at all.
+search may use; the sensitive attributes' codes and value counts; the population's codes
+(k-map, delta-presence); and a check that the privacy models can be met at all.
 
 >>> import pandas as pd
 >>> from safeshare.anonymize.config import AnonymizeConfig
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.anonymize import hierarchy as builders
-from safeshare.anonymize.config import AnonymizeConfig, HierarchySpec, KMapSpec
+from safeshare.anonymize.config import AnonymizeConfig, HierarchySpec
 from safeshare.anonymize.hierarchy import Hierarchy, HierarchyError
 from safeshare.anonymize.models import (
     AnonymizationError,
@@ -156,21 +156,57 @@ def sensitive_columns(
     return infos, codes
 
 
-def population_codes(
-    config: AnonymizeConfig,
-    hierarchies: list[Hierarchy],
-    spec: KMapSpec,
-    frame: pd.DataFrame | None = None,
-) -> list[np.ndarray]:
-    """The k-map population's level-0 codes: of ``frame``, else of the file ``spec`` names."""
+def read_population(config: AnonymizeConfig, frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The population table (k-map, delta-presence): ``frame``, else the file the config
+    names; None when no model reads one."""
+    path = config.privacy.population
+    if path is None:
+        return None
     if frame is None:
         from safeshare.data.readers import read_frame
 
-        frame = read_frame(config.resolve(spec.population))
-    absent = [h.column for h in hierarchies if h.column not in frame.columns]
+        frame = read_frame(config.resolve(path))
+    absent = [name for name in config.quasi_identifiers if name not in frame.columns]
     if absent:
-        raise InputError(f"the k-map population table lacks the quasi-identifiers {absent}")
-    return [h.encode(frame[h.column]) for h in hierarchies]
+        raise InputError(f"the population table lacks the quasi-identifiers {absent}")
+    return frame
+
+
+def hierarchy_values(values: pd.Series, population: pd.DataFrame | None) -> pd.Series:
+    """The values a quasi-identifier's hierarchy is built from: the data's, and the
+    population's when there is one (it holds people the data do not)."""
+    if population is None:
+        return values
+    return pd.concat([values, population[values.name]], ignore_index=True)
+
+
+def check_sample_of(
+    codes: Sequence[np.ndarray], weights: np.ndarray | None, population: Sequence[np.ndarray]
+) -> None:
+    """Refuse data that are not a sample of the delta-presence population: every record's
+    quasi-identifiers must match as many population records as the data hold."""
+    if not codes:
+        return
+    key, pop_key = np.zeros(len(codes[0]), np.int64), np.zeros(len(population[0]), np.int64)
+    for column, pop_column in zip(codes, population, strict=True):
+        size = int(max(column.max(initial=0), pop_column.max(initial=0))) + 1
+        key, pop_key = key * size + column, pop_key * size + pop_column
+        key, pop_key = _compact(key, pop_key)
+    held = np.bincount(key, weights=weights, minlength=int(key.max(initial=0)) + 1)
+    available = np.bincount(pop_key, minlength=len(held))[: len(held)]
+    missing = int(np.maximum(held - available, 0).sum())
+    if missing:
+        raise InputError(
+            f"{missing} record(s) of the data match no record left in the delta-presence "
+            "population table; the population must hold every record of the data (the data "
+            "are a sample of it)"
+        )
+
+
+def _compact(key: np.ndarray, pop_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same keys renumbered 0.. over both arrays (so mixing more columns cannot overflow)."""
+    _, inverse = np.unique(np.concatenate([key, pop_key]), return_inverse=True)
+    return inverse[: len(key)].astype(np.int64), inverse[len(key) :].astype(np.int64)
 
 
 def check_solvable(

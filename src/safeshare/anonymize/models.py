@@ -9,10 +9,11 @@ Monotonicity (generalizing never turns a satisfied node into a violated one) let
 prune the lattice.  Without suppression the models are monotone (merging classes keeps ``k``,
 distinct values, entropy (concavity), the recursive condition, t (convexity of the earth
 mover's distance) and beta (a class's share of a value is a mean of its parts')), except
-delta-disclosure (a value diluted below its share in both parts) and the estimated
-population uniqueness, which the search checks node by node.  With suppression only
+delta-disclosure (a value diluted below its share in both parts), delta-presence with a
+lower bound and the estimated population uniqueness, which the search checks node by node.  With suppression only
 k-anonymity, k-map, the maximum risk and distinct l-diversity stay monotone: a kept class
-stays kept when merged with any other.
+stays kept when merged with any other.  k-map and delta-presence read a population table:
+how many of its records each class matches.
 
 >>> import numpy as np
 >>> classes = Classes(np.array([3, 5]), {"disease": np.array([[1, 2, 0], [2, 2, 1]])})
@@ -84,6 +85,7 @@ class PrivacyModel:
 
     name = "model"
     per_class = True
+    reads_population = False  # whether it needs each class's count in a population table
 
     def monotone(self, suppression: bool) -> bool:
         """Whether a node stays satisfied when generalized further."""
@@ -199,6 +201,7 @@ class KMap(PrivacyModel):
 
     k: int
     name = "k-map"
+    reads_population = True
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -220,6 +223,63 @@ class KMap(PrivacyModel):
 
     def describe(self) -> str:
         return f"k-map k={self.k}"
+
+
+@dataclass(frozen=True)
+class DeltaPresence(PrivacyModel):
+    """delta-presence (Nergiz, Atzori & Clifton, 2007): the data are a sample of a population
+    table, and every class holds a share ``delta = sample / population`` of the population
+    records it matches with ``delta_min <= delta <= delta_max``, so an attacker who knows
+    someone is in the population cannot tell with more than ``delta_max`` confidence that
+    they are in the data.  Monotone without suppression when ``delta_min`` is 0 (a merged
+    class's share lies between its parts'); a ``delta_min`` above 0 is not (generalizing
+    merges in population records of no class of the data, whose share is 0), nor is
+    suppression (a kept class merged with a suppressed one).
+
+    >>> classes = Classes(np.array([2, 3]), {}, population=np.array([10, 4]))
+    >>> DeltaPresence(0.0, 0.5).class_ok(classes, None).tolist()  # 3 of 4 people: 0.75
+    [True, False]
+    """
+
+    delta_min: float
+    delta_max: float
+    name = "delta-presence"
+    reads_population = True
+
+    def monotone(self, suppression: bool) -> bool:
+        return not suppression and self.delta_min == 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.delta_min <= self.delta_max <= 1 or self.delta_max == 0:
+            raise AnonymizationError(
+                "delta-presence needs 0 <= delta_min <= delta_max <= 1 and delta_max > 0, got "
+                f"{self.delta_min:g} and {self.delta_max:g}"
+            )
+
+    @staticmethod
+    def shares(classes: Classes) -> np.ndarray:
+        """Per class, its records' share of the population records it matches."""
+        if classes.population is None:
+            raise AnonymizationError("delta-presence needs a population table")
+        sizes = classes.sizes.astype(float)
+        return np.divide(
+            sizes, classes.population, out=np.full(len(sizes), np.inf), where=classes.population > 0
+        )
+
+    def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        share = self.shares(classes)
+        return (share >= self.delta_min - 1e-12) & (share <= self.delta_max + 1e-12)
+
+    def achieved(
+        self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
+    ) -> dict[str, float]:
+        share = self.shares(classes)[kept]
+        if not len(share):
+            return {"delta_min": 0.0, "delta_max": 0.0}
+        return {"delta_min": float(share.min()), "delta_max": float(share.max())}
+
+    def describe(self) -> str:
+        return f"{self.delta_min:g} <= delta <= {self.delta_max:g} of the population"
 
 
 def _counts(classes: Classes, attribute: str) -> np.ndarray:

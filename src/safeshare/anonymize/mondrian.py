@@ -35,7 +35,6 @@ from safeshare.anonymize.models import (
     AnonymizationError,
     AverageRisk,
     Classes,
-    KMap,
     NoSolutionError,
 )
 from safeshare.anonymize.problem import Problem
@@ -54,9 +53,11 @@ class LocalRecoding:
 
 def mondrian(problem: Problem) -> LocalRecoding:
     """Partition ``problem``'s rows top-down; every part satisfies every per-class model."""
-    if any(isinstance(m, KMap) for m in problem.models):
+    reading = [m.name for m in problem.models if m.reads_population]
+    if reading:
         raise AnonymizationError(
-            "k-map needs full-domain generalization; use search: optimal with k-map"
+            f"{reading[0]} reads a population table, which needs full-domain generalization; "
+            f"use search: optimal with {reading[0]}"
         )
     per_class = [m for m in problem.models if m.per_class]
     max_classes = math.inf

@@ -25,7 +25,7 @@ import numpy as np
 
 from safeshare.anonymize.evaluator import Evaluator
 from safeshare.anonymize.hierarchy import Hierarchy
-from safeshare.anonymize.models import Classes, KMap, NoSolutionError
+from safeshare.anonymize.models import Classes, NoSolutionError
 from safeshare.anonymize.mondrian import mondrian
 from safeshare.anonymize.problem import Problem
 
@@ -59,7 +59,7 @@ def recode_suppressed(problem: Problem, node: tuple[int, ...], partition: Partit
     models are judged on the table as written, merges included.)  When even
     all of them together break a model, they stay suppressed.
     """
-    if any(isinstance(m, KMap) for m in problem.models):
+    if any(m.reads_population for m in problem.models):
         return partition
     row_class, classes, kept = partition.row_class, partition.classes, partition.kept
     rows = np.flatnonzero(~kept[row_class])

@@ -57,7 +57,7 @@ import numpy as np
 from safeshare.anonymize.evaluator import Assessment, Evaluator
 from safeshare.anonymize.grouping import group_rows
 from safeshare.anonymize.guide import SuppressionGuide
-from safeshare.anonymize.models import NoSolutionError
+from safeshare.anonymize.models import DeltaPresence, NoSolutionError
 from safeshare.anonymize.problem import Chunking, NodeClasses, Problem
 from safeshare.anonymize.quality import SEPARABLE
 
@@ -336,6 +336,18 @@ def best_achievable_k(problem: Problem, evaluator: Evaluator | None = None) -> i
 def _no_solution(problem: Problem, evaluator: Evaluator) -> NoSolutionError:
     best_k = best_achievable_k(problem, evaluator)
     limit = problem.max_suppressed
+    presence = [m for m in problem.models if isinstance(m, DeltaPresence)]
+    if presence and problem.population is not None:
+        people = int(problem.population[1].sum())
+        if problem.n - limit > presence[0].delta_max * people:
+            return NoSolutionError(
+                f"delta-presence with delta_max={presence[0].delta_max:g} lets the data hold at most "
+                f"{presence[0].delta_max * people:,.0f} of the population's {people:,} people, "
+                f"but the data hold {problem.n:,} records and at most {limit:,} may be "
+                f"suppressed; raise delta_max to at least {(problem.n - limit) / people:.3g}, "
+                "allow more suppression or release a smaller sample",
+                best_k=best_k,
+            )
     return NoSolutionError(
         f"no transformation satisfies {', '.join(m.describe() for m in problem.models)} with at "
         f"most {limit} suppressed record(s) ({problem.suppression_limit:.2%}); the best "
