@@ -7,6 +7,7 @@
 
 from safeshare.anonymize.anonymizer import Anonymizer
 from safeshare.anonymize.config import AnonymizeConfig
+from safeshare.anonymize.heuristic import heuristic_search
 from safeshare.anonymize.hierarchy import (
     Hierarchy,
     HierarchyError,
@@ -20,6 +21,7 @@ from safeshare.anonymize.hierarchy import (
 from safeshare.anonymize.models import (
     AnonymizationError,
     AverageRisk,
+    DeltaPresence,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
@@ -42,6 +44,7 @@ __all__ = [
     "Anonymizer",
     "AverageRisk",
     "ClassStatistics",
+    "DeltaPresence",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "Hierarchy",
@@ -61,6 +64,7 @@ __all__ = [
     "dates",
     "exhaustive_search",
     "groupings",
+    "heuristic_search",
     "intervals",
     "masking",
     "optimal_search",

@@ -35,6 +35,7 @@ from safeshare._progress import Progress, no_progress
 from safeshare.anonymize.config import AnonymizeConfig
 from safeshare.anonymize.counted import AnonymizationPlan, plan_release
 from safeshare.anonymize.figures import Prepared, account, settle_suppression
+from safeshare.anonymize.heuristic import heuristic_search
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.inputs import (
     MISSING_SENSITIVE,
@@ -216,19 +217,31 @@ class Anonymizer:
     def _search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:
         config = self.config
         qis = list(config.quasi_identifiers)
-        if config.search == "optimal":
-            found = optimal_search(problem, config.quality)
+        if config.search in ("optimal", "heuristic"):
+            if config.search == "optimal":
+                found = optimal_search(problem, config.quality)
+                method = "optimal full-domain generalization (lattice search, exact)"
+            else:
+                found = heuristic_search(problem, config.quality, seconds=config.time_limit)
+                method = (
+                    "full-domain generalization (heuristic lattice search within "
+                    f"{config.time_limit:g} s: local search and a best-first proof)"
+                )
             partition = full_domain(problem, found.node)
             if config.recode_suppressed and not partition.kept.all():
                 partition = recode_suppressed(problem, found.node, partition)
             search: dict[str, Any] = {
-                "method": "optimal full-domain generalization (lattice search, exact)",
+                "method": method,
                 "quality_model": config.quality,
                 "score": found.score,
                 "transformations_checked": found.checked,
                 "lattice_size": found.lattice_size,
                 "ties": [dict(zip(qis, node, strict=True)) for node in found.ties],
             }
+            if config.search == "heuristic":
+                search["proven_optimal"] = found.bound is None
+                search["lower_bound"] = found.score - found.gap
+                search["gap"] = found.gap
             if config.recode_suppressed:
                 search["recoded_records"] = partition.recoded
             return partition, dict(zip(qis, found.node, strict=True)), search

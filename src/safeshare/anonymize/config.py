@@ -36,7 +36,10 @@
       population_uniqueness: {threshold: 0.01, population_size: 300000}  # estimated
     suppression_limit: 0.01     # share of records that may be suppressed
     quality: precision          # precision | loss | ncp | entropy | discernibility | aecs
-    search: optimal             # optimal (full-domain, exact) | local (Mondrian on hierarchies)
+    search: optimal             # optimal (full-domain, exact) | heuristic (full-domain, any
+                                # lattice size, within time_limit; reports its gap to a
+                                # proven lower bound) | local (Mondrian on hierarchies)
+    time_limit: 10              # seconds the heuristic search may take
     suppressed_records: remove  # remove | mask (every quasi-identifier becomes *)
     recode_suppressed: false    # true: partition the suppressed records locally and release
                                 # those parts that satisfy the models (ARX-style)
@@ -378,7 +381,8 @@ class AnonymizeConfig(_Strict):
     privacy: PrivacySpec
     suppression_limit: float = Field(0.0, ge=0, le=1)
     quality: Literal["precision", "loss", "ncp", "entropy", "discernibility", "aecs"] = "precision"
-    search: Literal["optimal", "local"] = "optimal"
+    search: Literal["optimal", "heuristic", "local"] = "optimal"
+    time_limit: float = Field(10.0, gt=0)
     suppressed_records: Literal["remove", "mask"] = "remove"
     recode_suppressed: bool = False
     other_columns: Literal["keep", "drop"] = "keep"

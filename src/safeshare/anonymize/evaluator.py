@@ -47,10 +47,16 @@ class Assessment:
 
 
 class Evaluator:
-    """Computes and assesses nodes, rolling each up from the smallest cached node below it."""
+    """Computes and assesses nodes, rolling each up from the smallest cached node below it.
 
-    def __init__(self, problem: Problem) -> None:
-        problem.check_lattice()
+    ``dense`` keeps, per node of the lattice, its best cached source (an array of the
+    lattice's size: the exact search's lattices); otherwise the cached nodes are scanned
+    (any lattice size: the heuristic search's).
+    """
+
+    def __init__(self, problem: Problem, *, dense: bool = True) -> None:
+        if dense:
+            problem.check_lattice()
         self.problem = problem
         suppression = problem.max_suppressed > 0
         self.monotone_models = [m for m in problem.models if m.monotone(suppression)]
@@ -75,11 +81,17 @@ class Evaluator:
         self._cached: list[NodeClasses] = []
         # per node, the smallest cached node below it (-1: none; then the base)
         # packed as rows << 24 | number, so that one np.minimum over a cone keeps the best
-        self._best = np.full(problem.lattice.shape, _NONE, dtype=np.int64)
+        self._best = np.full(problem.lattice.shape, _NONE, dtype=np.int64) if dense else None
+        self._cached_levels = np.zeros((0, len(problem.hierarchies)), dtype=np.int64)
         self.cached_rows = 0
         self.checked = 0
 
     def _source(self, node: tuple[int, ...]) -> NodeClasses:
+        if self._best is None:
+            below = np.flatnonzero((self._cached_levels <= np.asarray(node)).all(axis=1))
+            if not len(below):
+                return self.base
+            return min((self._cached[i] for i in below.tolist()), key=len)
         lo = self.problem.lattice.lo
         best = int(self._best[tuple([v - a for v, a in zip(node, lo, strict=True)])])
         return self.base if best == _NONE else self._cached[best & _NUMBER]
@@ -89,12 +101,17 @@ class Evaluator:
         self._cached.append(groups)
         self.cache[groups.node] = groups
         self.cached_rows += len(groups)
-        cone = self._best[self.problem.lattice.above(groups.node)]
-        np.minimum(cone, (len(groups) << 24) | number, out=cone)
+        if self._best is None:
+            self._cached_levels = np.vstack([self._cached_levels, [groups.node]])
+        else:
+            cone = self._best[self.problem.lattice.above(groups.node)]
+            np.minimum(cone, (len(groups) << 24) | number, out=cone)
         if self.cached_rows > _CACHE_ROWS or number >= _NUMBER:  # keep the smaller half
             keep = sorted(self._cached, key=len)[: max(1, number // 2)]
             self._cached, self.cache, self.cached_rows = [], {}, 0
-            self._best.fill(_NONE)
+            self._cached_levels = self._cached_levels[:0]
+            if self._best is not None:
+                self._best.fill(_NONE)
             for old in keep:
                 self._remember(old)
 

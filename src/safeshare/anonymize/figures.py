@@ -183,7 +183,7 @@ def account(
     written = written_classes(
         prepared, partition, masked=config.suppressed_records == "mask" and suppressed > 0
     )
-    if config.search == "optimal":
+    if config.search != "local":
         _cross_check(class_sizes, sizes, merged=partition.recoded > 0)
     transforms = {name: spec.kind for name, spec in config.transforms.items()}
     removed = suppressed if config.suppressed_records == "remove" else 0

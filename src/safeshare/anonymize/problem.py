@@ -223,8 +223,9 @@ class Problem:
             raise AnonymizationError(
                 f"the generalization lattice has {self.lattice.size:,} transformations (the "
                 f"product of every quasi-identifier's number of levels), more than "
-                f"{_MAX_LATTICE:,}; cap levels with max_level/min_level, use fewer "
-                "quasi-identifiers, or search: local"
+                f"{_MAX_LATTICE:,}; search: heuristic finds a transformation in any lattice "
+                "within time_limit seconds (with its gap to the optimum), or cap levels with "
+                "max_level/min_level, use fewer quasi-identifiers, or search: local"
             )
 
     def key_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:

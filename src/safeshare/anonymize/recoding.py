@@ -43,7 +43,7 @@ class Partition:
 
 def full_domain(problem: Problem, node: tuple[int, ...]) -> Partition:
     """Per distinct row its class at ``node``, the classes' levels, classes and kept flags."""
-    row_class, assessment = Evaluator(problem).partition(node)
+    row_class, assessment = Evaluator(problem, dense=False).partition(node)
     classes = assessment.groups.classes
     class_levels = np.tile(np.asarray(node, dtype=np.int64), (len(classes), 1))
     return Partition(row_class.astype(np.int64), class_levels, classes, assessment.kept)

@@ -77,6 +77,12 @@ class SearchResult:
     checked: int
     lattice_size: int
     exhaustive: bool = False
+    bound: float | None = None  # a proven lower bound of the optimum; None: score is optimal
+
+    @property
+    def gap(self) -> float:
+        """How far the score may lie above the optimum (0 when it is the optimum)."""
+        return 0.0 if self.bound is None else max(self.score - self.bound, 0.0)
 
 
 def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
@@ -260,7 +266,7 @@ class _Search:
         problem, evaluator, lattice = self.problem, self.evaluator, self.lattice
         bounds, state, n = self.bounds, self.state, self.n
         if not (state > 0).any() and not any(a.feasible for a in self.assessed.values()):
-            raise _no_solution(problem, evaluator)
+            raise no_solution(problem, evaluator)
         reachable = bounds + self.at_least * (1 - bounds) / n if self.uses_floor else bounds
         candidates = (state >= 0) & (reachable <= self.cutoff + _EPS)
         if evaluator.fully_monotone and problem.max_suppressed == 0:
@@ -290,7 +296,7 @@ class _Search:
             elif abs(score - best) <= _EPS:
                 ties.append(assessment.node)
         if best_node is None:
-            raise _no_solution(problem, evaluator)
+            raise no_solution(problem, evaluator)
         return SearchResult(
             best_node,
             best,
@@ -318,7 +324,7 @@ def exhaustive_search(problem: Problem, metric: str = "precision") -> SearchResu
         elif abs(score - best) <= _EPS:
             ties.append(node)
     if best_node is None:
-        raise _no_solution(problem, evaluator)
+        raise no_solution(problem, evaluator)
     return SearchResult(
         best_node, best, best_suppressed, metric, tuple(ties), evaluator.checked, lattice.size, True
     )
@@ -326,14 +332,15 @@ def exhaustive_search(problem: Problem, metric: str = "precision") -> SearchResu
 
 def best_achievable_k(problem: Problem, evaluator: Evaluator | None = None) -> int:
     """The largest smallest-class size reachable at the lattice's top within the limit."""
-    evaluator = evaluator or Evaluator(problem)
+    evaluator = evaluator or Evaluator(problem, dense=False)
     sizes = np.sort(evaluator.classes(problem.lattice.top).classes.sizes)
     dropped = np.cumsum(sizes)
     allowed = int(np.searchsorted(dropped, problem.max_suppressed, side="right"))
     return int(sizes[allowed]) if allowed < len(sizes) else int(sizes[-1]) if len(sizes) else 0
 
 
-def _no_solution(problem: Problem, evaluator: Evaluator) -> NoSolutionError:
+def no_solution(problem: Problem, evaluator: Evaluator) -> NoSolutionError:
+    """The error for a problem no transformation solves, with the best reachable k."""
     best_k = best_achievable_k(problem, evaluator)
     limit = problem.max_suppressed
     presence = [m for m in problem.models if isinstance(m, DeltaPresence)]
