@@ -201,8 +201,10 @@ class Evaluator:
         classes = groups.classes
         kept_monotone = self._kept(self._monotone_per_class, classes)
         kept = kept_monotone
-        if self._other_per_class:
-            kept = kept_monotone & self._kept(self._other_per_class, classes)
+        if self._other_per_class:  # (judged only on the classes the monotone models keep)
+            kept = kept_monotone.copy()
+            among = np.flatnonzero(kept_monotone)
+            kept[among] = self._kept(self._other_per_class, classes.subset(among))
         sizes = classes.sizes
         total = p.n  # (every node's classes hold every record)
         suppressed_monotone = total - int(sizes[kept_monotone].sum())

@@ -47,6 +47,9 @@ def group_rows(
     return (representatives(keys, space, present) if first else None), sums
 
 
+_ONE_COUNT = 1 << 22  # (groups x columns) cells counted at once at most
+
+
 def group_sums(
     keys: np.ndarray, space: int, weights: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -54,13 +57,23 @@ def group_sums(
     total = np.bincount(keys, weights=weights[0], minlength=space)
     present = np.flatnonzero(total > 0)  # (nonzero on floats is ten times slower)
     sums = [total[present]]
+    dense = None
     for w in weights[1:]:
-        columns = w.reshape(len(w), math.prod(w.shape[1:]))
-        summed = [
-            np.bincount(keys, weights=columns[:, j], minlength=space)[present]
-            for j in range(columns.shape[1])
-        ]
+        width = math.prod(w.shape[1:])
+        columns = w.reshape(len(w), width)
         shape = (len(present), *w.shape[1:])
+        if width and len(present) * width <= _ONE_COUNT:  # one count over (group, column)
+            if dense is None:
+                index = np.empty(space, dtype=np.intp)
+                index[present] = np.arange(len(present), dtype=np.intp)
+                dense = index[keys]
+            pairs = (dense[:, None] * width + np.arange(width)).ravel()
+            flat = np.bincount(pairs, weights=columns.ravel(), minlength=len(present) * width)
+            sums.append(flat.reshape(shape))
+            continue
+        summed = [
+            np.bincount(keys, weights=columns[:, j], minlength=space)[present] for j in range(width)
+        ]
         sums.append(np.stack(summed, axis=1).reshape(shape) if summed else np.zeros(shape))
     return present, sums
 

@@ -74,7 +74,10 @@ class Lattice:
 
     def node(self, index: int) -> tuple[int, ...]:
         """The levels of node ``index``, as a tuple."""
-        return tuple(self.all_levels[index].tolist())
+        if not self.shape:
+            return ()
+        offsets = np.unravel_index(index, self.shape)
+        return tuple([int(v) + a for v, a in zip(offsets, self.lo, strict=True)])
 
     def cell(self, levels: Sequence[int]) -> tuple[int, ...]:
         """The position of a node in an array of the lattice's shape."""

@@ -63,6 +63,12 @@ class Classes:
     def __len__(self) -> int:
         return len(self.sizes)
 
+    def subset(self, rows: np.ndarray) -> Classes:
+        """The classes ``rows`` (positions), with their counts."""
+        population = None if self.population is None else self.population[rows]
+        sensitive = {name: counts[rows] for name, counts in self.sensitive.items()}
+        return Classes(self.sizes[rows], sensitive, population)
+
 
 @dataclass(frozen=True)
 class SensitiveInfo:
@@ -78,6 +84,17 @@ class SensitiveInfo:
     totals: np.ndarray
     order: np.ndarray | None = None
     parents: tuple[np.ndarray, ...] | None = None
+    # per level of ``parents``, the 0/1 matrix that sums a row of labels into their parents'
+    lifts: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        lifts = []
+        for parent in self.parents or ():
+            groups = int(parent.max()) + 1 if len(parent) else 1
+            lift = np.zeros((len(parent), groups))
+            lift[np.arange(len(parent)), parent] = 1.0
+            lifts.append(lift)
+        object.__setattr__(self, "lifts", tuple(lifts))
 
 
 class PrivacyModel:
@@ -413,17 +430,14 @@ def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
             raise AnonymizationError(
                 f"hierarchical t-closeness on {info.name!r} needs a hierarchy for it"
             )
-        height = len(info.parents)
+        height = len(info.lifts)
         extra = diff
         cost = np.zeros(len(diff))
-        for level, parent in enumerate(info.parents, start=1):
-            groups = int(parent.max()) + 1 if len(parent) else 1
-            up = np.zeros((extra.shape[1], groups))
-            up[np.arange(extra.shape[1]), parent] = 1.0
-            positive = np.maximum(extra, 0.0) @ up
-            negative = np.maximum(-extra, 0.0) @ up
-            cost += level / height * np.minimum(positive, negative).sum(axis=1)
-            extra = extra @ up
+        for level, lift in enumerate(info.lifts, start=1):
+            positive = np.maximum(extra, 0.0) @ lift  # (the negative part: positive - sum)
+            summed = extra @ lift
+            cost += level / height * np.minimum(positive, positive - summed).sum(axis=1)
+            extra = summed
         return cost
     raise AnonymizationError(f"unknown t-closeness distance {distance!r}; use one of {DISTANCES}")
 

@@ -88,14 +88,16 @@ class SearchResult:
 def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
     """Per node (in lattice order), a lower bound of ``metric`` (exact for separable ones)."""
     bounds = problem.quality.bounds(metric)
-    levels = problem.lattice.all_levels
+    lattice = problem.lattice
     if bounds is None:
-        return np.zeros(problem.lattice.size)
-    total = np.zeros(problem.lattice.size)
+        return np.zeros(lattice.size)
+    total = np.zeros(lattice.shape)
     importance = problem.quality.importance
-    for c, values in enumerate(bounds):
-        total += importance[c] * values[levels[:, c]]
-    return total
+    for c, values in enumerate(bounds):  # (each column's share, broadcast along its axis)
+        along = [1] * len(lattice.shape)
+        along[c] = lattice.shape[c]
+        total += (importance[c] * values[lattice.lo[c] : lattice.hi[c] + 1]).reshape(along)
+    return total.reshape(lattice.size)
 
 
 def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
@@ -129,6 +131,8 @@ class _Search:
 
     def run(self) -> SearchResult:
         self._descend()
+        if not self.evaluator.fully_monotone:
+            self._incumbent()
         self._settle()
         return self._optimum()
 
@@ -196,6 +200,32 @@ class _Search:
                     current, moving = option, True
                     break
 
+    def _incumbent(self) -> None:
+        """With models that are not monotone, a descent from the top along nodes that satisfy
+        every model, to the predecessor that scores lowest: its score is a cutoff before the
+        settling starts (the monotone descent's nodes may break the other models)."""
+        lattice, bounds, evaluator = self.lattice, self.bounds, self.evaluator
+        current = lattice.size - 1
+        top = self._get(current)
+        if not top.feasible:
+            return
+        score = evaluator.score(top, self.metric)
+        while True:
+            options = lattice.predecessors_of(current, lattice.node(current))
+            best, best_score = -1, score
+            for option in options:
+                if self.state[option] < 0 or bounds[option] >= best_score - _EPS:
+                    continue
+                assessment = self._get(option)
+                if assessment.feasible:
+                    value = evaluator.score(assessment, self.metric)
+                    if value < best_score - _EPS:
+                        best, best_score = option, value
+            if best < 0:
+                break
+            current, score = best, best_score
+        self.cutoff = min(self.cutoff, score)
+
     def _settle(self) -> None:
         """Settle every node whose bound is under the cutoff, highest bound first.
 
@@ -206,8 +236,9 @@ class _Search:
         not settle the start, nodes lower on the path are tried, each step twice the last.
         """
         bounds, state, checked = self.bounds, self.state, self.checked
-        order = np.argsort(-bounds, kind="stable")
-        position = int(np.searchsorted(-bounds[order], -(self.cutoff + _EPS), side="left"))
+        under = np.flatnonzero((bounds <= self.cutoff + _EPS) & (state == 0))
+        order = under[np.argsort(-bounds[under], kind="stable")]
+        position = 0
         width = _BLOCK
         while position < len(order):  # in blocks, wider while they hold nothing to settle
             block = order[position : position + width]
