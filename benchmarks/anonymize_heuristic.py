@@ -11,8 +11,10 @@ and CPU seconds.  Cases:
 * ``adult-uci``: UCI Adult (32,561 records) with its 14 attributes as quasi-identifiers under
   ``auto`` hierarchies: 6,451,200 transformations.
 * ``compas``: ProPublica's COMPAS table (7,214 records) under ``auto`` and ``dates``
-  hierarchies: 9 quasi-identifiers (51,200 transformations), 12 (5.5 million) and 15
+  hierarchies: 9 quasi-identifiers (51,200 transformations), 12 (3,686,400) and 15
   (1,083,801,600: heuristic only).
+* ARX's Lightning (when built: ``benchmarks/peers/setup_arx.sh``) on the lattices past the
+  exact search's reach, with the same records, hierarchies, k, limit and time budget.
 
     .venv/bin/python benchmarks/anonymize_heuristic.py [--quick] [--out FILE]
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,14 +32,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from safeshare.anonymize.anonymizer import Anonymizer
 from safeshare.anonymize.heuristic import heuristic_search
+from safeshare.anonymize.models import KAnonymity
 from safeshare.anonymize.problem import Problem
 from safeshare.anonymize.search import optimal_search
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from anonymize_arx import ARX, write_arx_hierarchy
 from release_raw_tables import compas_csv
 
 SHARED = Path(os.environ.get("SAFESHARE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -105,6 +111,37 @@ def cases(quick: bool) -> Iterator[tuple[str, Problem, str]]:
                 yield f"compas {width} QIs k={k} 1%", built, metric
 
 
+def arx_lightning(name: str, built: Problem, seconds: float) -> tuple[float, str] | None:
+    """ARX's Lightning (best-effort bottom-up) on the same records, hierarchies, k and limit,
+    within ``seconds``: its best precision and transformation (None: ARX is not built)."""
+    classpath = ARX / "classpath.txt"
+    if not classpath.is_file():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        rows = np.repeat(np.arange(len(built.weights)), built.weights)
+        frame = pd.DataFrame(
+            {h.column: np.asarray(h.values, dtype=object)[codes[rows]]
+             for h, codes in zip(built.hierarchies, built.codes, strict=True)}
+        )  # fmt: skip
+        frame.to_csv(folder / "data.csv", sep=";", index=False)
+        specs = []
+        for h in built.hierarchies:
+            write_arx_hierarchy(h, folder / f"{len(specs)}.csv")
+            specs.append(f"{h.column}={folder / f'{len(specs)}.csv'}")
+        k = next(m.k for m in built.models if isinstance(m, KAnonymity))
+        line = [name, str(folder / "data.csv"), ",".join(specs), "-", "-", f"k={k}"]
+        line += [str(built.suppression_limit), "lightning", str(int(seconds * 1000)), "0", "1"]
+        (folder / "cases.tsv").write_text("\t".join(line) + "\n", encoding="utf-8")
+        done = subprocess.run(
+            ["java", "-Xmx8g", "-cp", classpath.read_text().strip(), "ArxAnonymize",
+             str(folder / "cases.tsv")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        fields = done.stdout.split("\t")
+        return float(fields[5]), fields[4]
+
+
 def timed(run: Any, *args: Any, **options: Any) -> tuple[Any, float]:
     started = time.process_time()
     out = run(*args, **options)
@@ -155,6 +192,11 @@ def main() -> None:
             "heuristic_9s_cpu_s": long_cpu,
             "heuristic_9s_wall_s": long_wall,
         }
+        if built.lattice.size > EXACT_LIMIT and metric == "precision":
+            arx = arx_lightning(name, built, LONG)
+            if arx is not None:
+                row["arx_lightning_9s"], row["arx_lightning_node"] = arx
+                print(f"  ARX Lightning within {LONG:g} s: {arx[0]:.4f} at {arx[1]}", flush=True)
         rows.append(row)
         print(
             f"{name:<30} {metric:<9} {built.lattice.size:>13,} "

@@ -367,3 +367,38 @@ def test_delta_presence_refuses_data_that_are_not_a_sample_of_the_population():
         AnonymizeConfig.from_dict({**config, "privacy": {
             "k_map": {"k": 2, "population": "a.csv"},
             "delta_presence": {"delta_max": 0.5, "population": "b.csv"}}})  # fmt: skip
+
+
+def test_microaggregation_gives_each_written_class_its_mean():
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        {
+            "zip": rng.choice(["13053", "13068", "14850", "14853"], 200),
+            "age": rng.integers(20, 70, 200).astype(str),
+            "hours": rng.integers(10, 60, 200).astype(str),
+            "job": rng.choice(["a", "b", "c"], 200),
+        }
+    )
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}, "age": {"hierarchy": "auto"}},
+        "transforms": {"hours": {"microaggregate": "mean"}, "job": {"microaggregate": "mode"}},
+        "privacy": {"k": 5},
+        "suppression_limit": 0.05,
+        "suppressed_records": "mask",
+    }
+    result = Anonymizer(config).fit(frame)
+    out = result.frame
+    for _, written in out.groupby(["zip", "age"]):  # recounted from the written table
+        original = frame.loc[written.index]
+        assert written["hours"].nunique() == 1 and len(written) >= 5
+        assert float(written["hours"].iloc[0]) == pytest.approx(
+            original["hours"].astype(float).mean(), abs=1e-4
+        )
+        counts = original["job"].value_counts()
+        assert written["job"].iloc[0] == min(counts[counts == counts.max()].index)
+    assert result.columns["hours"]["transform"] == "microaggregate (mean)"
+    frame.loc[3, "hours"] = "forty"
+    with pytest.raises(InputError, match="microaggregate: mean needs numbers, but column 'hours'"):
+        Anonymizer(config).fit(frame)
+    with pytest.raises(InputError, match="use --engine numpy"):
+        Anonymizer(config).plan(frame, np.ones(len(frame), dtype=np.int64), list(frame.columns))

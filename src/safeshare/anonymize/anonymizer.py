@@ -125,6 +125,12 @@ class Anonymizer:
         """
         report = progress or no_progress
         weights = np.asarray(weights)
+        aggregated = [n for n, spec in self.config.transforms.items() if spec.microaggregate]
+        if aggregated:
+            raise InputError(
+                f"microaggregate on {aggregated[0]!r} needs every record of a class at once, "
+                "which the counted (engine) path does not hold; use --engine numpy"
+            )
         self.check_columns(list(columns), int(weights.sum()))
         prepared = self.prepare(counts, weights, report)
         partition, transformation, search = self.search(prepared.problem)

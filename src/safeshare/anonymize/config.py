@@ -22,6 +22,7 @@
       phone: {mask: {keep: 2}}
       visit_date: {date_shift: {subject: patient_id, key_file: key.txt, max_days: 30}}
       salary: {top_code: 200000, bottom_code: 0}
+      bmi: {microaggregate: mean}                      # its class's mean (median, mode)
     privacy:
       k: 5
       l_diversity: [{attribute: disease, l: 2, variant: distinct}]
@@ -210,6 +211,9 @@ class DateShiftSpec(_Strict):
         return self
 
 
+_TRANSFORM_KINDS = ("drop", "keep", "pseudonymize", "mask", "date_shift", "microaggregate")
+
+
 class TransformSpec(_Strict):
     """What to do with a column that is not generalized."""
 
@@ -220,27 +224,23 @@ class TransformSpec(_Strict):
     date_shift: DateShiftSpec | None = None
     top_code: float | None = None
     bottom_code: float | None = None
+    microaggregate: Literal["mean", "median", "mode"] | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> TransformSpec:
-        kinds = [
-            k
-            for k in ("drop", "keep", "pseudonymize", "mask", "date_shift")
-            if getattr(self, k) not in (None, False)
-        ]
+        kinds = [k for k in _TRANSFORM_KINDS if getattr(self, k) not in (None, False)]
         coding = self.top_code is not None or self.bottom_code is not None
         if len(kinds) + coding != 1:
             raise ValueError(
-                "give exactly one of drop, keep, pseudonymize, mask, date_shift or "
-                "top_code/bottom_code"
+                f"give exactly one of {', '.join(_TRANSFORM_KINDS)} or top_code/bottom_code"
             )
         return self
 
     @property
     def kind(self) -> str:
-        for k in ("drop", "keep", "pseudonymize", "mask", "date_shift"):
+        for k in _TRANSFORM_KINDS:
             if getattr(self, k) not in (None, False):
-                return k
+                return f"microaggregate ({self.microaggregate})" if k == "microaggregate" else k
         return "top/bottom coding"
 
 

@@ -35,6 +35,7 @@ from safeshare.anonymize.transforms import (
     code_extremes,
     date_shift,
     mask,
+    microaggregate,
     pseudonymize,
 )
 from safeshare.data.domain import Column, Domain, Kind, Role
@@ -129,6 +130,10 @@ def release_records(
             out[name] = mask(
                 out[name], keep=spec.mask.keep, keep_end=spec.mask.keep_end, char=spec.mask.char
             )
+        elif spec.microaggregate is not None:  # (per class of the released table)
+            written = out[qis].astype("string").fillna("").agg("\x1f".join, axis=1)
+            out[name] = microaggregate(out[name], pd.Series(pd.factorize(written)[0]),
+                                       spec.microaggregate)  # fmt: skip
         elif spec.date_shift is not None:
             shift = spec.date_shift
             key = SecretKey.load(
@@ -183,6 +188,8 @@ def column_account(
             }
         elif name in sensitive:
             entry = {"kind": "categorical", "role": "sensitive", "transform": "kept"}
+        elif name in transforms and transforms[name].startswith("microaggregate"):
+            entry = {"kind": "numeric", "role": "other", "transform": transforms[name]}
         elif name in transforms:
             entry = {"kind": "text", "role": "identifier", "transform": transforms[name]}
         elif config.other_columns == "drop":

@@ -9,6 +9,9 @@
 * ``date_shift``: move every date of one subject by the same number of days, drawn from the
   subject's HMAC in ``[-max_days, max_days]``: intervals within a subject stay exact.
 * ``top_code`` / ``bottom_code``: numbers above (below) a threshold become the threshold.
+* ``microaggregate``: every value becomes its equivalence class's mean, median or mode, so a
+  numeric column keeps its per-class average without being generalized (ARX's
+  microaggregation); the classes are those of the released quasi-identifiers.
 
 >>> key = SecretKey(b"0123456789abcdef0123456789abcdef")
 >>> import pandas as pd
@@ -19,6 +22,8 @@
 ['06********']
 >>> code_extremes(pd.Series(["12", "95", "40"]), top=90, bottom=18).tolist()
 ['18', '90', '40']
+>>> microaggregate(pd.Series(["30", "50", "7", None]), pd.Series([0, 0, 1, 1]), "mean").tolist()
+['40', '40', '7', '7']
 """
 
 from __future__ import annotations
@@ -156,3 +161,33 @@ def code_extremes(
 
 def _number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+AGGREGATES = ("mean", "median", "mode")
+
+
+def microaggregate(values: pd.Series, classes: pd.Series, how: str) -> pd.Series:
+    """Each value replaced by its class's ``how`` (mean, median: of the numbers; mode: the
+    most frequent value, the smallest on ties), over the class's present values."""
+    if how not in AGGREGATES:
+        raise SchemaError(f"microaggregate takes one of {list(AGGREGATES)}, not {how!r}")
+    if how == "mode":
+        present = values.astype("string")
+        counts = pd.DataFrame({"c": classes.to_numpy(), "v": present.to_numpy()}).dropna()
+        ranked = counts.groupby(["c", "v"]).size().reset_index(name="n")
+        ranked = ranked.sort_values(["c", "n", "v"], ascending=[True, False, True])
+        modes = ranked.drop_duplicates("c").set_index("c")["v"]
+        return pd.Series(classes.map(modes).to_numpy(), index=values.index, dtype=object)
+    numbers = pd.to_numeric(values, errors="coerce")
+    stray = int(
+        (numbers.isna() & values.notna() & (values.astype("string").str.strip() != "")).sum()
+    )
+    if stray:
+        raise InputError(
+            f"microaggregate: {how} needs numbers, but column {values.name!r} holds {stray} "
+            "value(s) that are not; use mode, or clean the column"
+        )
+    grouped = numbers.groupby(classes.to_numpy())
+    per_class = grouped.mean() if how == "mean" else grouped.median()
+    aggregated = pd.Series(classes.map(per_class.round(4)).to_numpy(), index=values.index)
+    return aggregated.map(lambda v: None if pd.isna(v) else _number_text(v))
