@@ -402,3 +402,27 @@ def test_microaggregation_gives_each_written_class_its_mean():
         Anonymizer(config).fit(frame)
     with pytest.raises(InputError, match="use --engine numpy"):
         Anonymizer(config).plan(frame, np.ones(len(frame), dtype=np.int64), list(frame.columns))
+
+
+def test_the_classification_model_keeps_the_target_predictable(adult):
+    frame, qis, hierarchies = adult
+    base = {
+        "quasi_identifiers": hierarchies,
+        "sensitive": ["salary-class"],
+        "privacy": {"k": 5},
+        "suppression_limit": 0.01,
+    }
+    by_precision = Anonymizer({**base, "target": "salary-class"}).fit(frame)  # (reported)
+    config = {**base, "quality": "classification", "target": "salary-class"}
+    by_class = Anonymizer(config).fit(frame)
+    score = by_class.quality.overall["classification"]
+    assert score == pytest.approx(by_class.search["score"])
+    assert score < by_precision.quality.overall["classification"]
+    # recounted from the written table: records off their class's majority, plus suppressed
+    written = by_class.frame.groupby(qis, dropna=False)["salary-class"]
+    minority = int((written.size() - written.agg(lambda v: v.value_counts().max())).sum())
+    assert score == pytest.approx((minority + by_class.suppressed) / len(frame))
+    with pytest.raises(SchemaError, match="needs target"):
+        AnonymizeConfig.from_dict({**base, "quality": "classification"})
+    with pytest.raises(SchemaError, match="must be listed under sensitive"):
+        AnonymizeConfig.from_dict({**base, "sensitive": [], "target": "salary-class"})

@@ -113,6 +113,7 @@ def problems(draw):
         suppression_limit=limit,
         importance=importance,
         population=population,
+        target="s" if metric == "classification" else None,
     )
     return problem, metric
 

@@ -143,6 +143,7 @@ class Anonymizer:
         """The columns :meth:`plan` needs the distinct rows of: the quasi-identifiers and the
         sensitive attributes a privacy model reads."""
         read = {getattr(m, "attribute", None) for m in self.config.privacy.models()}
+        read.add(self.config.target)
         sensitive = [name for name in self.config.sensitive if name in read]
         return list(dict.fromkeys([*self.config.quasi_identifiers, *sensitive]))
 
@@ -164,7 +165,7 @@ class Anonymizer:
         ]
         lo, hi = level_bounds(config, hierarchies)
         models = config.privacy.models()
-        read = {getattr(m, "attribute", None) for m in models}
+        read = {getattr(m, "attribute", None) for m in models} | {config.target}
         # (from counts, only the sensitive columns a model reads were counted)
         only = None if weights is None else [c for c in config.sensitive if c in read]
         infos, sens_codes = sensitive_columns(config, frame, weights, only=only)
@@ -191,6 +192,7 @@ class Anonymizer:
             population=population,
             weights=weights,
             importance=[spec.weight for spec in config.quasi_identifiers.values()],
+            target=config.target,
         )
         return Prepared(hierarchies, models, infos, problem)
 

@@ -36,7 +36,8 @@
       sample_uniqueness: 0.01                            # share of records alone in a class
       population_uniqueness: {threshold: 0.01, population_size: 300000}  # estimated
     suppression_limit: 0.01     # share of records that may be suppressed
-    quality: precision          # precision | loss | ncp | entropy | discernibility | aecs
+    quality: precision          # precision | loss | ncp | entropy | discernibility | aecs |
+                                # classification (with target: a column under sensitive)
     search: optimal             # optimal (full-domain, exact) | heuristic (full-domain, any
                                 # lattice size, within time_limit; reports its gap to a
                                 # proven lower bound) | local (Mondrian on hierarchies)
@@ -380,7 +381,10 @@ class AnonymizeConfig(_Strict):
     transforms: dict[str, TransformSpec] = {}
     privacy: PrivacySpec
     suppression_limit: float = Field(0.0, ge=0, le=1)
-    quality: Literal["precision", "loss", "ncp", "entropy", "discernibility", "aecs"] = "precision"
+    quality: Literal[
+        "precision", "loss", "ncp", "entropy", "discernibility", "aecs", "classification"
+    ] = "precision"
+    target: str | None = None
     search: Literal["optimal", "heuristic", "local"] = "optimal"
     time_limit: float = Field(10.0, gt=0)
     suppressed_records: Literal["remove", "mask"] = "remove"
@@ -443,6 +447,16 @@ class AnonymizeConfig(_Strict):
                 raise ValueError(
                     f"{attribute!r} is used by a privacy model but is not listed under sensitive"
                 )
+        if self.quality == "classification" and self.target is None:
+            raise ValueError(
+                "quality: classification needs target: COLUMN, the column an analyst predicts "
+                "(listed under sensitive)"
+            )
+        if self.target is not None and self.target not in self.sensitive:
+            raise ValueError(
+                f"the target {self.target!r} must be listed under sensitive (it is released "
+                "as it is and counted per class)"
+            )
         if not self.privacy.models() and self.privacy.k_map is None:
             raise ValueError("give at least one privacy model (e.g. privacy: {k: 5})")
         return self

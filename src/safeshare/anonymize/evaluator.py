@@ -250,6 +250,7 @@ class Evaluator:
         groups, kept = assessment.groups, assessment.kept
         levels = [np.full(int(kept.sum()), level) for level in node]
         labels = [p.maps[c][level][groups.rep[kept, c]] for c, level in enumerate(node)]
+        target = None if p.target is None else groups.classes.sensitive[p.target][kept]
         return p.quality.score(
-            metric, levels, labels, groups.classes.sizes[kept], assessment.suppressed
+            metric, levels, labels, groups.classes.sizes[kept], assessment.suppressed, target
         )

@@ -174,11 +174,13 @@ def account(
     suppressed = int(problem.weights[~kept[row_class]].sum())
     sizes = classes.sizes[kept]
     levels, sample = class_levels[kept], class_rows(row_class, len(classes))[kept]
+    target = None if problem.target is None else classes.sensitive[problem.target][kept]
     quality = problem.quality.scores(
         [levels[:, c] for c in range(len(qis))],
         [labels_at(problem, c, levels[:, c], problem.codes[c][sample]) for c in range(len(qis))],
         sizes,
         suppressed,
+        target,
     )
     written = written_classes(
         prepared, partition, masked=config.suppressed_records == "mask" and suppressed > 0

@@ -183,6 +183,7 @@ class Problem:
     population: tuple[list[np.ndarray], np.ndarray] | None = None
     record_rows: np.ndarray | None = None  # the distinct row of each input record
     importance: tuple[float, ...] | None = None  # the quality models' attribute weights
+    target: str | None = None  # the sensitive column the classification model predicts
 
     def __post_init__(self) -> None:
         self.n = int(self.weights.sum())
@@ -294,6 +295,7 @@ class Problem:
         population: Sequence[np.ndarray] | None = None,
         weights: np.ndarray | None = None,
         importance: Sequence[float] | None = None,
+        target: str | None = None,
     ) -> Problem:
         """From per-record level-0 codes (and per-record sensitive codes): distinct rows.
 
@@ -346,6 +348,7 @@ class Problem:
             pop,
             inverse.astype(np.int64, copy=False),
             None if importance is None else tuple(float(w) for w in importance),
+            target,
         )
 
 

@@ -19,7 +19,10 @@ over the quasi-identifiers (lower than the arithmetic mean when the columns diff
 figure is reported too, as ``loss_geometric``, to compare with the number ARX shows.  Two more
 are table-wide:
 ``discernibility`` (``sum |E|^2`` over kept classes ``+ s * n``, reported over ``n^2``) and
-``aecs`` (average equivalence class size of the kept records).
+``aecs`` (average equivalence class size of the kept records); and, with a ``target``
+column, ``classification`` (Iyengar's classification metric: the share of records that are
+suppressed or hold another value of the target than their class's most frequent one, what
+a classifier predicting each class's majority label would get wrong).
 
 The four per-attribute models are *separable*: without suppression a node's value is a sum
 of one term per column and level, and suppression only adds to it.  The search uses that
@@ -44,7 +47,7 @@ from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.models import AnonymizationError
 
 SEPARABLE = ("precision", "loss", "ncp", "entropy")
-QUALITY_MODELS = (*SEPARABLE, "discernibility", "aecs")
+QUALITY_MODELS = (*SEPARABLE, "discernibility", "aecs", "classification")
 
 
 @dataclass(frozen=True)
@@ -161,8 +164,10 @@ class QualityContext:
         labels: Sequence[np.ndarray],
         sizes: np.ndarray,
         suppressed: int,
+        target: np.ndarray | None = None,
     ) -> QualityScores:
-        """Every model, overall and per attribute, for kept classes and ``suppressed`` records."""
+        """Every model, overall and per attribute, for kept classes and ``suppressed`` records
+        (``target``: the kept classes' counts of each target value, for ``classification``)."""
         per_attribute: dict[str, dict[str, float]] = {}
         overall: dict[str, float] = {}
         for metric in SEPARABLE:
@@ -177,6 +182,8 @@ class QualityContext:
                 per_attribute.setdefault(name, {})[metric] = value
         overall["discernibility"] = table_score("discernibility", sizes, suppressed, self.n)
         overall["aecs"] = table_score("aecs", sizes, suppressed, self.n)
+        if target is not None:
+            overall["classification"] = classification(target, suppressed, self.n)
         return QualityScores(overall, per_attribute)
 
     def score(
@@ -186,8 +193,13 @@ class QualityContext:
         labels: Sequence[np.ndarray],
         sizes: np.ndarray,
         suppressed: int,
+        target: np.ndarray | None = None,
     ) -> float:
         """The overall value of one model (what the search minimizes)."""
+        if metric == "classification":
+            if target is None:
+                raise AnonymizationError("the classification quality model needs a target")
+            return classification(target, suppressed, self.n)
         if metric in SEPARABLE:
             values = [
                 self.column_score(metric, c, levels[c], labels[c], sizes, suppressed)
@@ -225,6 +237,18 @@ def _per_level(tables: Sequence[np.ndarray], levels: np.ndarray, labels: np.ndar
         at = levels == level
         out[at] = tables[int(level)][labels[at]]
     return out
+
+
+def classification(target: np.ndarray, suppressed: int, n: int) -> float:
+    """Iyengar's classification metric: the share of the ``n`` records that are suppressed
+    or whose target value is not their class's most frequent (``target[g, v]``: how many of
+    class ``g``'s records hold value ``v``).
+
+    >>> classification(np.array([[3, 1], [0, 2]]), suppressed=2, n=8)  # (1 + 0 + 2) / 8
+    0.375
+    """
+    minority = int(target.sum() - target.max(axis=1, initial=0).sum()) if len(target) else 0
+    return (minority + suppressed) / max(n, 1)
 
 
 def table_score(metric: str, sizes: np.ndarray, suppressed: int, n: int) -> float:
