@@ -84,17 +84,23 @@ class SensitiveInfo:
     totals: np.ndarray
     order: np.ndarray | None = None
     parents: tuple[np.ndarray, ...] | None = None
-    # per level of ``parents``, the 0/1 matrix that sums a row of labels into their parents'
-    lifts: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
+    # side by side for every level of ``parents``, the 0/1 matrix that sums a row over the
+    # values into their ancestors' at that level, and where each level's columns start
+    ancestors: np.ndarray = field(init=False, repr=False, compare=False)
+    level_starts: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        lifts = []
+        blocks, starts = [], []
+        ancestor = np.arange(len(self.values))
         for parent in self.parents or ():
-            groups = int(parent.max()) + 1 if len(parent) else 1
-            lift = np.zeros((len(parent), groups))
-            lift[np.arange(len(parent)), parent] = 1.0
-            lifts.append(lift)
-        object.__setattr__(self, "lifts", tuple(lifts))
+            ancestor = parent[ancestor]
+            block = np.zeros((len(self.values), int(ancestor.max(initial=0)) + 1))
+            block[np.arange(len(self.values)), ancestor] = 1.0
+            starts.append(sum(b.shape[1] for b in blocks))
+            blocks.append(block)
+        stacked = np.hstack(blocks) if blocks else np.zeros((len(self.values), 0))
+        object.__setattr__(self, "ancestors", stacked)
+        object.__setattr__(self, "level_starts", np.asarray(starts, dtype=np.intp))
 
 
 class PrivacyModel:
@@ -430,15 +436,17 @@ def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
             raise AnonymizationError(
                 f"hierarchical t-closeness on {info.name!r} needs a hierarchy for it"
             )
-        height = len(info.lifts)
-        extra = diff
-        cost = np.zeros(len(diff))
-        for level, lift in enumerate(info.lifts, start=1):
-            positive = np.maximum(extra, 0.0) @ lift  # (the negative part: positive - sum)
-            summed = extra @ lift
-            cost += level / height * np.minimum(positive, positive - summed).sum(axis=1)
-            extra = summed
-        return cost
+        # at level l the mass moved within each ancestor is min(surplus, deficit) =
+        # (sum of |its children's excess| - |its excess|) / 2, so the cost telescopes over the
+        # levels' L1 norms of the excess per ancestor
+        height = len(info.level_starts)
+        if not height or not len(diff):
+            return np.zeros(len(diff))
+        lifted = np.abs(diff @ info.ancestors)
+        norms = np.add.reduceat(lifted, info.level_starts, axis=1)  # (classes, levels)
+        norms = np.concatenate([np.abs(diff).sum(axis=1, keepdims=True), norms], axis=1)
+        moved = (norms[:, :-1] - norms[:, 1:]) / 2
+        return moved @ (np.arange(1, height + 1) / height)
     raise AnonymizationError(f"unknown t-closeness distance {distance!r}; use one of {DISTANCES}")
 
 

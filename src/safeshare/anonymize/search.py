@@ -311,7 +311,9 @@ class _Search:
         for candidate in order.tolist():
             if reachable[candidate] > best + _EPS:
                 break
-            if candidate not in self.assessed and self._reach(candidate) > best + _EPS:
+            if candidate not in self.assessed and (
+                state[candidate] < 0 or self._reach(candidate) > best + _EPS
+            ):
                 continue
             assessment = self._get(candidate)
             if not assessment.feasible:
