@@ -71,3 +71,58 @@ def test_bad_parameters():
         TCloseness("s", 0.2, "manhattan")
     with pytest.raises(AnonymizationError):
         MaxRisk(1.5)
+
+
+def _transport_cost(p: np.ndarray, q: np.ndarray, ground: np.ndarray) -> float:
+    """The earth mover's distance from p to q by linear programming (the reference)."""
+    from scipy.optimize import linprog
+
+    m = len(p)
+    rows = np.zeros((2 * m, m * m))
+    for i in range(m):
+        rows[i, i * m : (i + 1) * m] = 1  # what leaves i
+        rows[m + i, i::m] = 1  # what reaches i
+    done = linprog(ground.ravel(), A_eq=rows, b_eq=np.concatenate([p, q]), bounds=(0, None))
+    return float(done.fun)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_emd_equals_the_transport_problem_for_every_distance(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 9))
+    # a random hierarchy: each level merges the labels below into fewer parents
+    parents, ancestor = [], np.arange(m)
+    labels = m
+    for _ in range(int(rng.integers(1, 4))):
+        parent = rng.integers(0, max(labels // 2, 1), labels)
+        parent = np.unique(parent, return_inverse=True)[1]
+        parents.append(parent)
+        labels = int(parent.max()) + 1
+    parents.append(np.zeros(labels, dtype=np.int64))  # the top
+    height = len(parents)
+    path = [np.arange(m)]
+    for parent in parents:
+        ancestor = parent[ancestor]
+        path.append(ancestor)
+    lca = np.array(
+        [[next(level for level in range(height + 1) if path[level][i] == path[level][j])
+          for j in range(m)] for i in range(m)]
+    )  # fmt: skip
+    totals = rng.integers(1, 20, m)
+    counts = rng.integers(0, 6, (5, m))
+    counts[counts.sum(axis=1) == 0, 0] = 1
+    order = rng.permutation(m)
+    info = SensitiveInfo("s", tuple(f"v{i}" for i in range(m)), totals, order, tuple(parents))
+    q = totals / totals.sum()
+    rank = np.empty(m)
+    rank[order] = np.arange(m)
+    grounds = {
+        "equal": 1.0 - np.eye(m),
+        "ordered": np.abs(rank[:, None] - rank[None, :]) / (m - 1),
+        "hierarchical": lca / height,
+    }
+    for distance, ground in grounds.items():
+        found = emd(counts, info, distance)
+        for g, row in enumerate(counts):
+            expected = _transport_cost(row / row.sum(), q, ground)
+            assert found[g] == pytest.approx(expected, abs=1e-9), distance
