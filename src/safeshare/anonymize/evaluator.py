@@ -44,6 +44,7 @@ class Assessment:
     suppressed_monotone: int
     feasible: bool
     feasible_monotone: bool
+    complete: bool = True  # False: only the monotone models judged (feasible unknown: False)
 
 
 class Evaluator:
@@ -191,21 +192,32 @@ class Evaluator:
         hi = np.searchsorted(sorted_keys, key, side="right")
         return (cumulative[hi] - cumulative[lo]).astype(np.int64)
 
-    def assess(self, node: tuple[int, ...]) -> Assessment:
+    def assess(self, node: tuple[int, ...], complete: bool = True) -> Assessment:
         """Which classes of ``node`` survive; whether its suppression stays within the limit."""
-        return self.judge(self.classes(node))
+        return self.judge(self.classes(node), complete)
 
-    def judge(self, groups: NodeClasses) -> Assessment:
-        """Which of a node's classes survive; whether its suppression stays within the limit."""
+    def judge(self, groups: NodeClasses, complete: bool = True) -> Assessment:
+        """Which of a node's classes survive; whether its suppression stays within the limit
+        (``complete``: under every model; else under the monotone ones only, ``feasible``
+        then False until judged completely)."""
         p = self.problem
         classes = groups.classes
         kept_monotone = self._kept(self._monotone_per_class, classes)
+        sizes = classes.sizes
+        if not complete and not self.fully_monotone:
+            suppressed_monotone = p.n - int(sizes[kept_monotone].sum())
+            feasible_monotone = suppressed_monotone <= p.max_suppressed and all(
+                m.table_ok(classes, kept_monotone) for m in self._monotone_table
+            )
+            return Assessment(
+                groups.node, groups, kept_monotone, suppressed_monotone, suppressed_monotone,
+                False, feasible_monotone, complete=False,
+            )  # fmt: skip
         kept = kept_monotone
         if self._other_per_class:  # (judged only on the classes the monotone models keep)
             kept = kept_monotone.copy()
             among = np.flatnonzero(kept_monotone)
             kept[among] = self._kept(self._other_per_class, classes.subset(among))
-        sizes = classes.sizes
         total = p.n  # (every node's classes hold every record)
         suppressed_monotone = total - int(sizes[kept_monotone].sum())
         suppressed = (

@@ -90,7 +90,8 @@ class SensitiveInfo:
     level_starts: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        blocks, starts = [], []
+        blocks: list[np.ndarray] = []
+        starts: list[int] = []
         ancestor = np.arange(len(self.values))
         for parent in self.parents or ():
             ancestor = parent[ancestor]

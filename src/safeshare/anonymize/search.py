@@ -138,11 +138,12 @@ class _Search:
 
     # ---- checks -------------------------------------------------------------------------
 
-    def _check(self, index: int) -> Assessment:
-        """Assess node ``index`` and tag what it proves: cones, floors, the cutoff."""
+    def _check(self, index: int, complete: bool) -> Assessment:
+        """Assess node ``index`` and tag what it proves: cones, floors, the cutoff
+        (``complete``: judge the models that are not monotone too, else only those that are)."""
         lattice = self.lattice
         node = lattice.node(index)
-        assessment = self.evaluator.assess(node)
+        assessment = self.evaluator.assess(node, complete=complete)
         self.assessed[index] = assessment
         self.checked[index] = True
         suppressed = assessment.suppressed_monotone
@@ -151,18 +152,30 @@ class _Search:
             if self.uses_floor and suppressed:  # (below a violating node all violate)
                 cone = self.floor[lattice.below(node)]
                 np.maximum(cone, suppressed, out=cone)
-            bound = float(self.bounds[index])
             if self.evaluator.fully_monotone:
-                self.cutoff = min(self.cutoff, bound + self.slack)
-            if assessment.feasible and self.metric == "precision":  # its score, exactly
-                self.cutoff = min(self.cutoff, bound + assessment.suppressed * (1 - bound) / self.n)
+                self.cutoff = min(self.cutoff, float(self.bounds[index]) + self.slack)
+            self._lower_cutoff(index, assessment)
         else:
             self.grid[lattice.below(node)] = -1
         self.guide.learn(node, suppressed, assessment.feasible_monotone)
         return assessment
 
-    def _get(self, index: int) -> Assessment:
-        return self.assessed.get(index) or self._check(index)
+    def _lower_cutoff(self, index: int, assessment: Assessment) -> None:
+        if assessment.feasible and self.metric == "precision":  # its score, exactly
+            bound = float(self.bounds[index])
+            self.cutoff = min(self.cutoff, bound + assessment.suppressed * (1 - bound) / self.n)
+
+    def _get(self, index: int, complete: bool = False) -> Assessment:
+        """Node ``index``'s assessment (checked once; ``complete``: with every model judged,
+        which the settling does not need: it rules nodes out by the monotone models)."""
+        assessment = self.assessed.get(index)
+        if assessment is None:
+            return self._check(index, complete)
+        if complete and not assessment.complete:
+            assessment = self.evaluator.judge(assessment.groups)
+            self.assessed[index] = assessment
+            self._lower_cutoff(index, assessment)
+        return assessment
 
     def _reach(self, index: int, suppressed: int | None = None) -> float:
         """The lowest score node ``index`` can have (``suppressed``: a count known above it)."""
@@ -206,7 +219,7 @@ class _Search:
         settling starts (the monotone descent's nodes may break the other models)."""
         lattice, bounds, evaluator = self.lattice, self.bounds, self.evaluator
         current = lattice.size - 1
-        top = self._get(current)
+        top = self._get(current, complete=True)
         if not top.feasible:
             return
         score = evaluator.score(top, self.metric)
@@ -216,7 +229,7 @@ class _Search:
             for option in options:
                 if self.state[option] < 0 or bounds[option] >= best_score - _EPS:
                     continue
-                assessment = self._get(option)
+                assessment = self._get(option, complete=True)
                 if assessment.feasible:
                     value = evaluator.score(assessment, self.metric)
                     if value < best_score - _EPS:
@@ -315,7 +328,7 @@ class _Search:
                 state[candidate] < 0 or self._reach(candidate) > best + _EPS
             ):
                 continue
-            assessment = self._get(candidate)
+            assessment = self._get(candidate, complete=True)
             if not assessment.feasible:
                 continue
             score = evaluator.score(assessment, self.metric)
