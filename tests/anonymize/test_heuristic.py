@@ -19,28 +19,28 @@ from tests.conftest import needs_shared
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_proven_results_equal_exhaustive_enumeration(case):
+@given(problems(), st.booleans())
+def test_proven_results_equal_exhaustive_enumeration(case, genetic):
     problem, metric = case
     try:
         expected = exhaustive_search(problem, metric)
     except NoSolutionError:
         with pytest.raises(NoSolutionError):
-            heuristic_search(problem, metric, seconds=30.0)
+            heuristic_search(problem, metric, seconds=30.0, genetic=genetic)
         return
-    found = heuristic_search(problem, metric, seconds=30.0)
+    found = heuristic_search(problem, metric, seconds=30.0, genetic=genetic)
     assert found.bound is None and found.gap == 0.0  # small lattices are proven in time
     assert found.score == pytest.approx(expected.score, abs=1e-9)
     assert found.node in {expected.node, *expected.ties}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(), st.sampled_from([1e-4, 3e-3]))
-def test_a_cut_short_search_brackets_the_optimum(case, seconds):
+@given(problems(), st.sampled_from([1e-4, 3e-3]), st.booleans())
+def test_a_cut_short_search_brackets_the_optimum(case, seconds, genetic):
     problem, metric = case
     try:
         expected = exhaustive_search(problem, metric)
-        found = heuristic_search(problem, metric, seconds=seconds)
+        found = heuristic_search(problem, metric, seconds=seconds, genetic=genetic)
     except NoSolutionError:
         return  # (in so little time the search may find none; a proven "none" is tested above)
     assert found.score >= expected.score - 1e-9
@@ -71,6 +71,8 @@ def test_a_lattice_past_the_exact_search_gets_a_result_and_its_gap():
     assert 0 <= found.bound <= found.score
     top = heuristic_search(problem, "precision", seconds=1e-6)  # only the first descent
     assert found.score <= top.score
+    bred = heuristic_search(problem, "precision", seconds=2.0, genetic=True)
+    assert bred.score <= top.score and 0 <= bred.score - bred.gap <= bred.score
 
 
 @needs_shared
@@ -93,12 +95,14 @@ def test_the_anonymizer_writes_the_heuristic_search_and_its_gap_in_the_card():
         "search": "heuristic",
         "time_limit": 5,
     }
-    result = Anonymizer(config).fit(frame)
     exact = Anonymizer({**config, "search": "optimal"}).fit(frame)
-    assert result.search["proven_optimal"] and result.search["gap"] == 0.0
-    assert result.search["score"] == pytest.approx(exact.search["score"], abs=1e-9)
-    assert result.search["lower_bound"] == pytest.approx(result.search["score"])
-    assert "heuristic lattice search within 5 s" in result.search["method"]
+    for search in ("heuristic", "genetic"):
+        result = Anonymizer({**config, "search": search}).fit(frame)
+        assert result.search["proven_optimal"] and result.search["gap"] == 0.0
+        assert result.search["score"] == pytest.approx(exact.search["score"], abs=1e-9)
+        assert result.search["lower_bound"] == pytest.approx(result.search["score"])
+        assert "heuristic lattice search within 5 s" in result.search["method"]
+    assert "a genetic search" in result.search["method"]
     sizes = result.frame.groupby(list(frame.columns)).size()
     assert sizes.min() >= 4  # recounted on the written table
     with pytest.raises(SchemaError, match="time_limit"):

@@ -225,15 +225,19 @@ class Anonymizer:
     def _search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:
         config = self.config
         qis = list(config.quasi_identifiers)
-        if config.search in ("optimal", "heuristic"):
+        if config.search != "local":
             if config.search == "optimal":
                 found = optimal_search(problem, config.quality)
                 method = "optimal full-domain generalization (lattice search, exact)"
             else:
-                found = heuristic_search(problem, config.quality, seconds=config.time_limit)
+                genetic = config.search == "genetic"
+                found = heuristic_search(
+                    problem, config.quality, seconds=config.time_limit, genetic=genetic
+                )
                 method = (
                     "full-domain generalization (heuristic lattice search within "
-                    f"{config.time_limit:g} s: local search and a best-first proof)"
+                    f"{config.time_limit:g} s: {'a genetic' if genetic else 'local'} search and "
+                    "a best-first proof)"
                 )
             partition = full_domain(problem, found.node)
             if config.recode_suppressed and not partition.kept.all():
@@ -246,7 +250,7 @@ class Anonymizer:
                 "lattice_size": found.lattice_size,
                 "ties": [dict(zip(qis, node, strict=True)) for node in found.ties],
             }
-            if config.search == "heuristic":
+            if config.search != "optimal":
                 search["proven_optimal"] = found.bound is None
                 search["lower_bound"] = found.score - found.gap
                 search["gap"] = found.gap

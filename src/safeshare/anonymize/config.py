@@ -40,7 +40,8 @@
                                 # classification (with target: a column under sensitive)
     search: optimal             # optimal (full-domain, exact) | heuristic (full-domain, any
                                 # lattice size, within time_limit; reports its gap to a
-                                # proven lower bound) | local (Mondrian on hierarchies)
+                                # proven lower bound) | genetic (the same, exploring with a
+                                # genetic algorithm) | local (Mondrian on hierarchies)
     time_limit: 10              # seconds the heuristic search may take
     suppressed_records: remove  # remove | mask (every quasi-identifier becomes *)
     recode_suppressed: false    # true: partition the suppressed records locally and release
@@ -385,7 +386,7 @@ class AnonymizeConfig(_Strict):
         "precision", "loss", "ncp", "entropy", "discernibility", "aecs", "classification"
     ] = "precision"
     target: str | None = None
-    search: Literal["optimal", "heuristic", "local"] = "optimal"
+    search: Literal["optimal", "heuristic", "genetic", "local"] = "optimal"
     time_limit: float = Field(10.0, gt=0)
     suppressed_records: Literal["remove", "mask"] = "remove"
     recode_suppressed: bool = False

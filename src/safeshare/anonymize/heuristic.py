@@ -37,6 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +49,8 @@ from safeshare.anonymize.problem import Problem
 from safeshare.anonymize.search import SearchResult, no_solution
 
 _EPS = 1e-12
-_PROOF_STEPS = 256  # best-first nodes taken between two local searches
+_PROOF_STEPS = 256  # best-first nodes taken between two turns of exploration
+_POPULATION = 16  # the genetic exploration's population
 _MAX_FRONTIER = 4_000_000  # nodes held by the best-first frontier at most
 
 
@@ -64,15 +66,23 @@ class _Check:
 
 
 def heuristic_search(
-    problem: Problem, metric: str = "precision", *, seconds: float = 10.0, seed: int = 0
+    problem: Problem,
+    metric: str = "precision",
+    *,
+    seconds: float = 10.0,
+    seed: int = 0,
+    genetic: bool = False,
 ) -> SearchResult:
     """The best node found within ``seconds`` (``bound``: a proven lower bound of the optimum).
 
+    ``genetic`` explores with a genetic algorithm (a population of satisfying nodes, uniform
+    crossover, one-level mutations, repaired by climbing) in place of the local restarts.
     Raises :class:`NoSolutionError` when no node satisfies the models (proven, or none found
     in time)."""
     if seconds <= 0:
         raise ValueError(f"the search's time limit must be above 0 seconds, got {seconds}")
-    return _Heuristic(problem, metric, seconds, np.random.default_rng(seed)).run()
+    search = _Heuristic(problem, metric, seconds, np.random.default_rng(seed))
+    return search.run(search.breed if genetic else search.restart)
 
 
 class _Heuristic:
@@ -107,6 +117,7 @@ class _Heuristic:
         self.queued = {start}
         self.dropped = math.inf  # the lowest bound of a node the full frontier could not hold
         self.proven = False
+        self.population: list[tuple[int, ...]] = []  # satisfying nodes the exploration found
 
     # ---- nodes --------------------------------------------------------------------------
 
@@ -181,17 +192,18 @@ class _Heuristic:
 
     # ---- the search ---------------------------------------------------------------------
 
-    def run(self) -> SearchResult:
+    def run(self, explore: Callable[[], None]) -> SearchResult:
+        """The search: a first descent, then turns of the proof and of ``explore``."""
         top = tuple(self.problem.lattice.hi)
         if not self.check(top).feasible and self.evaluator.fully_monotone:
             raise no_solution(self.problem, self.evaluator)
         if self.best_node is not None:
-            self.improve(self.descend(top))
+            self.population.append(self.improve(self.descend(top)))
         while not self.proven and not self.out_of_time():
             self.prove(_PROOF_STEPS)
             if self.proven or self.out_of_time():
                 break
-            self.restart()
+            explore()
         return self.result()
 
     def descend(self, node: tuple[int, ...]) -> tuple[int, ...]:
@@ -247,7 +259,39 @@ class _Heuristic:
             kicked[c] = int(self.rng.integers(self.lo[c], self.hi[c] + 1))
         node = self.climb(tuple(int(v) for v in kicked))
         if node is not None:
-            self.improve(self.descend(node))
+            self.population.append(self.improve(self.descend(node)))
+
+    def breed(self) -> None:
+        """One generation of the genetic exploration: children of two parents (each the better
+        of two drawn at random), a uniform crossover of their levels, each level moved by one
+        with chance 1/d, climbed back to a satisfying node; the best child descends; the
+        population keeps the best distinct nodes."""
+        rng, d = self.rng, len(self.lo)
+        while len(self.population) < 2 and not self.out_of_time():  # (random founders)
+            node = self.climb(tuple(int(v) for v in rng.integers(self.lo, self.hi + 1)))
+            if node is None:
+                return
+            self.population.append(node)
+
+        def parent() -> tuple[int, ...]:
+            a, b = rng.choice(len(self.population), size=2)
+            first, second = self.population[a], self.population[b]
+            return first if self.check(first).score <= self.check(second).score else second
+
+        children = []
+        for _ in range(_POPULATION):
+            if self.out_of_time():
+                break
+            mother, father = parent(), parent()
+            child = np.where(rng.random(d) < 0.5, mother, father)
+            child += np.where(rng.random(d) < 1 / d, rng.choice([-1, 1], size=d), 0)
+            node = self.climb(tuple(int(v) for v in np.clip(child, self.lo, self.hi)))
+            if node is not None:
+                children.append(node)
+        if children:
+            children.append(self.descend(min(children, key=lambda n: self.check(n).score)))
+        ranked = sorted(set(self.population) | set(children), key=lambda n: self.check(n).score)
+        self.population = ranked[:_POPULATION]
 
     def climb(self, node: tuple[int, ...]) -> tuple[int, ...] | None:
         """Up from ``node`` along the successor that suppresses least, to a satisfying node."""
