@@ -157,6 +157,7 @@ def prepare(folder: Path) -> dict[str, dict[str, Any]]:
             "hierarchies": hierarchies,
             "files": files,
             "sensitive_file": sens_file,
+            "sensitive_hierarchy": sens_h,
             "order": [str(v) for v in values],
             "data_file": data_file,
         }
@@ -239,9 +240,9 @@ def safeshare_round(todo: list[Case], tables: dict[str, dict[str, Any]]) -> dict
     for case in todo:
         t = tables[case.table]
         qis = list(t["hierarchies"])[: case.width]
-        anonymizer = Anonymizer(
-            safeshare_config(case, t), hierarchies={c: t["hierarchies"][c] for c in qis}
-        )
+        given = {c: t["hierarchies"][c] for c in qis}
+        given[t["sensitive"]] = t["sensitive_hierarchy"]  # (read once, as ARX's are)
+        anonymizer = Anonymizer(safeshare_config(case, t), hierarchies=given)
         columns = [*qis, t["sensitive"]]
         frame = t["frame"][columns]
         times, node, score, checked = [], "none", float("nan"), 0

@@ -71,7 +71,8 @@ __all__ = [
 class Anonymizer:
     """Anonymize a table under a config (see :mod:`safeshare.anonymize.config`).
 
-    ``hierarchies`` gives :class:`Hierarchy` objects directly (they win over the config's);
+    ``hierarchies`` gives :class:`Hierarchy` objects directly, for quasi-identifiers and
+    sensitive attributes (they win over the config's);
     ``population`` is the population table (k-map, delta-presence) when the config does not name
     a file.
     """
@@ -168,7 +169,9 @@ class Anonymizer:
         read = {getattr(m, "attribute", None) for m in models} | {config.target}
         # (from counts, only the sensitive columns a model reads were counted)
         only = None if weights is None else [c for c in config.sensitive if c in read]
-        infos, sens_codes = sensitive_columns(config, frame, weights, only=only)
+        infos, sens_codes = sensitive_columns(
+            config, frame, weights, only=only, given=self.hierarchies
+        )
         k_map = config.privacy.k_map
         if k_map is not None:
             models.append(KMap(k_map.k))

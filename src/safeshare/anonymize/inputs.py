@@ -105,11 +105,13 @@ def sensitive_columns(
     frame: pd.DataFrame,
     weights: np.ndarray | None = None,
     only: Collection[str] | None = None,
+    given: Mapping[str, Hierarchy] | None = None,
 ) -> tuple[dict[str, SensitiveInfo], dict[str, np.ndarray]]:
     """Per sensitive attribute, what the models need to know of it, and each record's code.
 
     ``weights`` counts the records each row of ``frame`` stands for (default 1 each);
-    ``only`` limits the attributes read (default: every sensitive attribute of the config).
+    ``only`` limits the attributes read (default: every sensitive attribute of the config);
+    ``given`` holds hierarchies built already (they win over the config's).
     """
     infos: dict[str, SensitiveInfo] = {}
     codes: dict[str, np.ndarray] = {}
@@ -117,8 +119,10 @@ def sensitive_columns(
         if only is not None and name not in only:
             continue
         parents = None
-        if spec.hierarchy is not None:
+        h = (given or {}).get(name)
+        if h is None and spec.hierarchy is not None:
             h = build_hierarchy(config, name, spec.hierarchy, frame[name])
+        if h is not None:
             code = h.encode(frame[name].where(frame[name].notna(), None), weights=weights)
             labels = h.values
             parents = tuple(
