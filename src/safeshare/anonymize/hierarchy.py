@@ -76,6 +76,7 @@ class Hierarchy:
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
     _numeric: dict[float, int] | None = field(init=False, repr=False, compare=False)
     _label_indexes: dict[int, pd.Index] = field(init=False, repr=False, compare=False)
+    _intervals: dict[int, np.ndarray | None] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
@@ -92,6 +93,7 @@ class Hierarchy:
                 numeric.setdefault(number, i)
         object.__setattr__(self, "_numeric", numeric or None)
         object.__setattr__(self, "_label_indexes", {})
+        object.__setattr__(self, "_intervals", {})
         for array in self.maps:
             array.flags.writeable = False
 
@@ -276,8 +278,16 @@ class Hierarchy:
         """For numeric hierarchies, each label's (low, high) over the values it covers.
 
         A ``(missing)`` row adds no number: a label of only missing values is the empty
-        interval at the column's lowest value (it widens nothing).
+        interval at the column's lowest value (it widens nothing).  Computed once per level.
         """
+        if level not in self._intervals:
+            box = self._interval(level)
+            if box is not None:
+                box.flags.writeable = False
+            self._intervals[level] = box
+        return self._intervals[level]
+
+    def _interval(self, level: int) -> np.ndarray | None:
         present = [i for i, v in enumerate(self.values) if v != MISSING_VALUE]
         if self._numeric is None or len(self._numeric) != len(present):
             return None
