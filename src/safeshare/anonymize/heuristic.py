@@ -259,7 +259,7 @@ class _Heuristic:
             kicked[c] = int(self.rng.integers(self.lo[c], self.hi[c] + 1))
         node = self.climb(tuple(int(v) for v in kicked))
         if node is not None:
-            self.population.append(self.improve(self.descend(node)))
+            self.improve(self.descend(node))
 
     def breed(self) -> None:
         """One generation of the genetic exploration: children of two parents (each the better
