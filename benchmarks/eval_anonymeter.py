@@ -10,7 +10,11 @@ releases with known answers:
 * ``k=5``: the training rows 5-anonymized on age, sex, race and marital-status by safeshare's
   anonymizer (auto hierarchies, 5% suppression), the other columns kept as they are (a large
   risk through them); safeshare reads its generalized values as the codes they cover,
-  anonymeter reads the three tables as text (its predicates cannot compare ``17-26`` with 39);
+  anonymeter reads the columns the release wrote as text as text in all three tables (its
+  predicates cannot compare ``17-26`` with 39);
+* ``k=5, recoded``: the same release, anonymeter given train and control recoded to the
+  release's cells (39 written ``37-46``, as a reader holding the hierarchy would): its
+  predicates then mean what safeshare's covered-set predicates mean, the like-for-like check;
 * ``resample``: 10,000 further Adult rows, independent of train and control (no risk);
 * ``resample, control 2,500``: the same release with a control set a quarter of train's size.
   No risk either: anonymeter compares the attack's success on train with that on the smaller
@@ -104,6 +108,8 @@ def prepare(adult: Path, folder: Path, rows: int, seed: int) -> dict[str, Path]:
             [["" if v == "?" else v for v in r] for r in parts["control"][: rows // 4]]
         )
     paths["k=5"] = five_anonymous(paths["train"], folder)
+    for name in ("train", "control"):
+        paths[f"{name} recoded"] = recoded(paths[name], paths["k=5"], paths, folder)
     return paths
 
 
@@ -125,13 +131,39 @@ def five_anonymous(train: Path, folder: Path) -> Path:
     return path
 
 
-# each case: the release, the control set, and whether the release holds generalized values
-CASES = {
-    "copy": ("copy", "control", False),
-    "noisy copy": ("noisy copy", "control", False),
-    "k=5": ("k=5", "control", True),
-    "resample": ("resample", "control", False),
-    "resample, control 2,500": ("resample", "control 2,500", False),
+def recoded(table: Path, release: Path, paths: dict[str, Path], folder: Path) -> Path:
+    """``table`` with each quasi-identifier's value written as the release's cell holding it
+    (``*`` where none does)."""
+    import numpy as np
+    import pandas as pd
+
+    from safeshare.data import encode_frame, read_frame
+    from safeshare.evaluate.generalized import cell_sets
+    from safeshare.release.evaluation import evaluation_domain
+
+    domain, _ = evaluation_domain(read_frame(paths["train"]), read_frame(paths["control"]))
+    frame = pd.read_csv(table, dtype=str, keep_default_na=False)
+    written = pd.read_csv(release, dtype=str, keep_default_na=False)
+    codes = encode_frame(read_frame(table), domain)[0]
+    for column in QUASI_IDENTIFIERS:
+        cells = sorted(set(written[column]) - {"*"})
+        sets = cell_sets(pd.DataFrame({column: cells}), domain.project([column]))
+        masks = sets.masks[column][sets.rows[column]][:, codes.column(column)]
+        frame[column] = np.where(masks.any(axis=0), np.array(cells)[masks.argmax(axis=0)], "*")
+    path = folder / f"{table.stem}_recoded.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+# each case: the release, the control set, whether the release holds generalized values, and
+# the train and control tables anonymeter reads instead (None: the same as safeshare's)
+CASES: dict[str, tuple[str, str, bool, tuple[str, str] | None]] = {
+    "copy": ("copy", "control", False, None),
+    "noisy copy": ("noisy copy", "control", False, None),
+    "k=5": ("k=5", "control", True, None),
+    "k=5, recoded": ("k=5", "control", True, ("train recoded", "control recoded")),
+    "resample": ("resample", "control", False, None),
+    "resample, control 2,500": ("resample", "control 2,500", False, None),
 }
 
 
@@ -266,13 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         paths = prepare(adult, Path(tmp), args.rows, seed=0)
-        for case, (release, control, generalized) in CASES.items():
+        for case, (release, control, generalized, recoding) in CASES.items():
             if args.cases and case not in args.cases:
                 continue
             runs[case] = {name: [] for name in runners}
             for repeat in range(args.repeats):
                 for name, command in runners.items():
-                    files = [str(paths["train"]), str(paths[control]), str(paths[release])]
+                    tables = recoding if recoding and name == "anonymeter" else ("train", control)
+                    files = [str(paths[t]) for t in (*tables, release)]
                     extra = ["--attacks", str(args.attacks), "--seed", str(repeat)]
                     extra += ["--generalized"] if generalized else []
                     result = run([*command, *files, *extra], 1800, BENCH / "drivers")

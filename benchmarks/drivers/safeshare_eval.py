@@ -3,9 +3,9 @@
 The three CSVs are read as text, one domain is read from train + control (not DP: the data
 owner's evaluation), and each attack runs on the integer codes.  With ``--generalized`` the
 synthetic table's generalized values (``20-29``, ``*``) are read as the sets of codes they
-cover, one code drawn per cell by a generator of its own (for singling out), and the
-distance attacks read each generalized cell at the distance of the closest code it covers
-(``safeshare evaluate``'s reading).
+cover: singling out writes its predicates over the cells as written (a record matches
+``17-26`` when its age lies there), and the distance attacks read each generalized cell at
+the distance of the closest code it covers (``safeshare evaluate``'s reading).
 
 python safeshare_eval.py TRAIN.csv CONTROL.csv SYNTHETIC.csv --attacks 500 --seed 0
 """
@@ -53,7 +53,9 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     out: dict[str, object] = {"prepare_seconds": prepare}
     start = time.perf_counter()
-    result = singling_out(synthetic, train, control, rng, attacks=args.attacks, width=3)
+    result = singling_out(
+        synthetic, train, control, rng, attacks=args.attacks, width=3, covers=covers
+    )
     out["singling_out"] = summary(result, time.perf_counter() - start)
     start = time.perf_counter()
     result = linkability(

@@ -246,6 +246,10 @@ def test_generalized_cells_are_read_as_the_codes_they_cover(train, holdout):
     assert read(infer, covers=covers) > read(infer) + 0.2  # 0.96 against 0.67 when drawn
     assert read(infer, covers=covers) == pytest.approx(copy_risk, abs=0.06)
     assert read(linkability, covers=covers) >= read(linkability)
+    # singling out writes "age in the range" rather than one drawn age: about a copy's power
+    copied = singling_out(train, train, holdout, rng=np.random.default_rng(2), attacks=300).risk
+    assert read(singling_out, covers=covers) > read(singling_out)  # 0.26 against 0.18
+    assert read(singling_out, covers=covers) == pytest.approx(copied, abs=0.06)
     plain = from_table(train)
     assert plain.covers() == {}
     same = [inference(train, train, holdout, "diagnosis", np.random.default_rng(3), attacks=200,

@@ -15,7 +15,15 @@ from safeshare.evaluate.assessment import EvaluationOptions, run_attacks
 from safeshare.evaluate.attack_risk import attack_risk, confidence_in_family, family_wise
 from safeshare.evaluate.membership import auc_score, delong_standard_error
 from safeshare.evaluate.neighbors import GowerIndex
-from safeshare.evaluate.singling_out import EQ, LE, _univariate_predicates, singling_out
+from safeshare.evaluate.singling_out import (
+    EQ,
+    GE,
+    LE,
+    Bitsets,
+    Predicates,
+    _univariate_predicates,
+    singling_out,
+)
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +118,13 @@ def test_univariate_singling_out_writes_every_predicate_that_singles_out_a_recor
     release = Table(
         {"code": np.array([0, 0, 1, 1, 2, 3]), "age": np.array([0, 3, 5, 5, 9, 9])}, domain
     )
-    found = _univariate_predicates(release, 100, np.random.default_rng(0))
+    codes = release.matrix()
+    found = _univariate_predicates(domain, codes, {}, 100, np.random.default_rng(0))
     written = sorted(
         zip(found.columns[:, 0], found.operators[:, 0], found.values[:, 0], strict=True)
     )
     assert written == sorted([(0, EQ, 2), (0, EQ, 3), (1, EQ, 0), (1, EQ, 3), (1, LE, 0)])
-    assert len(_univariate_predicates(release, 2, np.random.default_rng(0))) == 2
+    assert len(_univariate_predicates(domain, codes, {}, 2, np.random.default_rng(0))) == 2
 
 
 def test_identical_queries_break_their_ties_on_their_own():
@@ -156,3 +165,45 @@ def test_the_default_linkability_split_gives_each_source_people_apart():
     assert balanced.details["split"] == "balanced by the release's entropy"
     assert balanced.interval[0] > alternating.interval[1]
     assert balanced.risk > 0.5 > alternating.risk
+
+
+def test_predicates_over_generalized_cells_match_the_records_inside_them():
+    """Every (column, operator, code) condition, a wide cell's among them, counted by the
+    bitsets as a direct scan of the records counts it: records by containment, the
+    release's own cells by identity."""
+    domain = Domain(
+        (
+            Column("age", Kind.NUMERIC, edges=tuple(range(0, 101, 10)), integer=True),
+            Column("status", Kind.CATEGORICAL, categories=tuple("abcde")),
+        )
+    )
+    rng = np.random.default_rng(4)
+    sizes = [c.size for c in domain]
+    sets = {
+        "age": np.arange(sizes[0])[None, :] // 3 == np.arange(4)[:, None],  # [0, 30), ...
+        "status": rng.random((3, sizes[1])) < 0.5,
+    }
+    records = np.stack([rng.integers(0, s, 70) for s in sizes], axis=1)
+    cells = np.stack(
+        [rng.integers(0, s + len(m), 70) for s, m in zip(sizes, sets.values(), strict=True)], axis=1
+    )
+
+    def holds(code: int, op: int, value: int, j: int, as_cells: bool) -> bool:
+        if value >= sizes[j]:  # a wide cell
+            wide = value - sizes[j]
+            return code == value if as_cells else bool(list(sets.values())[j][wide, code])
+        if code >= sizes[j]:
+            return False
+        return {EQ: code == value, LE: code <= value, GE: code >= value}[op]
+
+    conditions = [(j, op, v) for j, s in enumerate(sizes)
+                  for v in range(s + len(list(sets.values())[j])) for op in (EQ, LE, GE)]  # fmt: skip
+    pairs = [(a, b) for a in conditions for b in conditions if a[0] < b[0]]
+    predicates = Predicates(*(np.array([[a[f], b[f]] for a, b in pairs]) for f in range(3)))
+    for table, as_cells in ((records, False), (cells, True)):
+        counted = Bitsets(domain, table, sets, cells=as_cells).count(predicates)
+        scanned = [
+            sum(all(holds(row[j], op, v, j, as_cells) for j, op, v in pair) for row in table)
+            for pair in pairs
+        ]
+        assert counted.tolist() == scanned

@@ -352,9 +352,10 @@ def run_attacks(
     covers = cells.covers()  # generalized cells, read as the codes they cover
     steps: list[tuple[str, Callable[[], AttackResult]]] = [
         ("singling out (1 column)",
-         partial(singling_out, release, train, holdout, rng, attacks=n, width=1)),
+         partial(singling_out, release, train, holdout, rng, attacks=n, width=1, covers=covers)),
         (f"singling out ({wide} columns)",
-         partial(singling_out, release, train, holdout, rng, attacks=n, width=wide)),
+         partial(singling_out, release, train, holdout, rng, attacks=n, width=wide,
+                 covers=covers)),
     ]  # fmt: skip
     if len(train.columns) >= 2:
         sources = options.link_columns or (None, None)

@@ -8,7 +8,9 @@ predicates that single out a released record, as many as the attacks asked for d
 them.  On several columns, a conjunction over a few columns of a released record's values
 (``==`` for categories, ``<=`` or ``>=`` toward the extreme side of the median for ordered
 columns, which makes predicates rarer).  A predicate *singles out* a data set when exactly
-one of its records satisfies it.
+one of its records satisfies it.  On a generalized release (``17-26``, ``Married|Divorced``,
+``*``) a condition names a cell as written, and a record satisfies it when its value lies in
+the cell: an ``age`` of 17 to 26, not one age drawn inside the cell.
 Success is counted on the training records and on an equal number of control records the
 release was not made from; random predicates (random columns, values and operators) are the
 baseline.  This is the attack of Giomi et al. (PoPETs 2023), written on integer codes: every
@@ -39,13 +41,18 @@ against the binomial one, is the over-dispersion, and the interval is widened by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from safeshare.data.domain import Kind
+from safeshare.data.domain import Domain, Kind
 from safeshare.data.table import Table
 from safeshare.evaluate.attack_risk import AttackResult, attack_risk, check_attacks, equal_sizes
+from safeshare.evaluate.neighbors import Covers
+
+Sets = Mapping[str, np.ndarray]
+"""Per column, the masks (over the column's codes) of a generalized release's wide cells."""
 
 THREAT = (
     "An attacker holding only the release writes a description (a few attribute values) that "
@@ -70,18 +77,38 @@ class Predicates:
 
 
 class Bitsets:
-    """For every column, operator and code, the set of a table's records it matches, as bits."""
+    """For every column, operator and code, the set of a table's records it matches, as bits.
 
-    def __init__(self, table: Table) -> None:
-        self.sizes = np.array(table.domain.shape())
+    ``sets``: per column, the masks of a generalized release's wide cells (``17-26``, ``*``);
+    the code ``size + i`` then stands for the condition "the value lies in ``masks[i]``".
+    With ``cells`` the table *is* that release, its cells written as such codes, and a
+    record matches a wide condition when its cell is that one; otherwise its records hold
+    exact values and match when the value lies in the set.
+    """
+
+    def __init__(
+        self, domain: Domain, codes: np.ndarray, sets: Sets | None = None, *, cells: bool = False
+    ) -> None:
+        sets = sets or {}
+        self.sizes = np.array([c.size + len(sets.get(c.name, ())) for c in domain])
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
         blocks = {EQ: [], LE: [], GE: []}  # type: dict[int, list[np.ndarray]]
-        for j, name in enumerate(table.columns):
-            codes = table.column(name)
-            equal = np.packbits(codes[None, :] == np.arange(self.sizes[j])[:, None], axis=1)
-            blocks[EQ].append(equal)
-            blocks[LE].append(np.bitwise_or.accumulate(equal, axis=0))
-            blocks[GE].append(np.bitwise_or.accumulate(equal[::-1], axis=0)[::-1])
+        for j, column in enumerate(domain):
+            codes_j = codes[:, j]
+            equal = np.packbits(codes_j[None, :] == np.arange(column.size)[:, None], axis=1)
+            masks = sets.get(column.name, np.zeros((0, column.size), dtype=bool))
+            if cells:
+                held = column.size + np.arange(len(masks))
+                wide = np.packbits(codes_j[None, :] == held[:, None], axis=1)
+            else:
+                wide = np.array(
+                    [np.bitwise_or.reduce(equal[m], axis=0) for m in masks], dtype=np.uint8
+                ).reshape(len(masks), equal.shape[1])
+            blocks[EQ].append(np.concatenate([equal, wide]))
+            blocks[LE].append(np.concatenate([np.bitwise_or.accumulate(equal, axis=0), wide]))
+            blocks[GE].append(
+                np.concatenate([np.bitwise_or.accumulate(equal[::-1], axis=0)[::-1], wide])
+            )
         pad = (-blocks[EQ][0].shape[1]) % 8
         self.bits = np.stack(
             [np.pad(np.concatenate(blocks[op]), ((0, 0), (0, pad))) for op in (EQ, LE, GE)]
@@ -130,23 +157,37 @@ def singling_out(
     attacks: int = 500,
     width: int = 3,
     max_attempts: int = 1_000_000,
+    covers: Covers | None = None,
 ) -> AttackResult:
-    """Singling out with ``width`` columns per predicate (1 is the univariate attack)."""
+    """Singling out with ``width`` columns per predicate (1 is the univariate attack).
+
+    ``covers``: the release's generalized cells (see
+    :meth:`~safeshare.evaluate.generalized.CellSets.covers`).  A predicate then names a cell
+    as written (``age`` in ``17-26``), which a record matches when its value lies in the cell:
+    the predicate an attacker who reads the release writes.
+    """
     check_attacks(attacks, len(release), "the release")
     main_set, control_set = equal_sizes(train, control, rng)
     check_attacks(attacks, len(control_set), "the smaller of train and control")
     width = max(1, min(width, len(release.columns)))
+    covers = {c: v for c, v in (covers or {}).items() if len(v[1])}
+    sets = {c: masks for c, (_, masks) in covers.items()}
+    codes = release.matrix()
+    for j, name in enumerate(release.columns):
+        if name in covers:
+            codes[:, j] = covers[name][0]
     found = (
-        _univariate_predicates(release, attacks, rng)
+        _univariate_predicates(release.domain, codes, sets, attacks, rng)
         if width == 1
-        else _predicates(release, attacks, width, max_attempts, rng)
+        else _predicates(release.domain, codes, sets, attacks, width, max_attempts, rng)
     )
     n = len(found)
-    both = Bitsets(_stacked(main_set, control_set))  # the main records first, then the control
+    records = np.concatenate([main_set.matrix(), control_set.matrix()])  # the main ones first
+    both = Bitsets(release.domain, records, sets)
     is_main = np.arange(2 * len(main_set)) < len(main_set)
     matched = both.matches(found)
     main, ctrl = _singled_out(matched, packed(is_main)), _singled_out(matched, packed(~is_main))
-    guesses = _random_predicates(release, max(n, 1), width, rng)
+    guesses = _random_predicates(release.domain, codes, max(n, 1), width, rng)
     base = _singled_out(both.matches(guesses), packed(is_main))
     return attack_risk(
         f"singling out ({width} column{'s' if width > 1 else ''})",
@@ -158,13 +199,6 @@ def singling_out(
         baseline_attacks=max(n, 1),
         details={"predicates": n, "requested": attacks, "targets": len(main_set)},
         overdispersion=_overdispersion(matched, is_main, main + ctrl, rng) if n > 1 else 1.0,
-    )
-
-
-def _stacked(first: Table, second: Table) -> Table:
-    return Table(
-        {c: np.concatenate([first.column(c), second.column(c)]) for c in first.columns},
-        first.domain,
     )
 
 
@@ -193,14 +227,19 @@ def _overdispersion(
 
 
 def _predicates(
-    release: Table, wanted: int, width: int, max_attempts: int, rng: np.random.Generator
+    domain: Domain,
+    codes: np.ndarray,
+    sets: Sets,
+    wanted: int,
+    width: int,
+    max_attempts: int,
+    rng: np.random.Generator,
 ) -> Predicates:
     """Up to ``wanted`` distinct predicates, each matching exactly one released record."""
-    codes = release.matrix()
-    ordered = _ordered_values(release)
-    limits = np.array([c.n_values for c in release.domain])
-    medians = np.median(codes, axis=0)
-    bits = Bitsets(release)
+    ordered = _ordered_values(domain)
+    limits = np.array([c.n_values for c in domain])
+    medians = _medians(codes, np.array([c.size for c in domain]))
+    bits = Bitsets(domain, codes, sets, cells=True)
     kept: list[Predicates] = []
     seen: set[bytes] = set()
     total, attempts = 0, 0
@@ -233,13 +272,17 @@ def _predicates(
     )
 
 
-def _univariate_predicates(release: Table, wanted: int, rng: np.random.Generator) -> Predicates:
+def _univariate_predicates(
+    domain: Domain, codes: np.ndarray, sets: Sets, wanted: int, rng: np.random.Generator
+) -> Predicates:
     """Up to ``wanted`` of the one-column predicates that match exactly one released record:
-    ``==`` a value one record holds, ``<=`` / ``>=`` an ordered column's extreme held by one."""
-    ordered = _ordered_values(release)
+    ``==`` a value (or a generalized cell) one record holds, ``<=`` / ``>=`` an ordered
+    column's extreme held by one."""
+    ordered = _ordered_values(domain)
     found: list[tuple[int, int, int]] = []
-    for j, column in enumerate(release.domain):
-        counts = np.bincount(release.column(column.name), minlength=column.size)
+    for j, column in enumerate(domain):
+        size = column.size + len(sets.get(column.name, ()))
+        counts = np.bincount(codes[:, j], minlength=size)
         found += [(j, EQ, int(v)) for v in np.flatnonzero(counts == 1)]
         held = np.flatnonzero(counts[: column.n_values])
         if ordered[j] and len(held) > 1:
@@ -252,11 +295,12 @@ def _univariate_predicates(release: Table, wanted: int, rng: np.random.Generator
     return Predicates(chosen[:, :1], chosen[:, 1:2], chosen[:, 2:])
 
 
-def _random_predicates(release: Table, n: int, width: int, rng: np.random.Generator) -> Predicates:
+def _random_predicates(
+    domain: Domain, codes: np.ndarray, n: int, width: int, rng: np.random.Generator
+) -> Predicates:
     """The baseline: random columns, a random released value of each, random operators."""
-    codes = release.matrix()
-    ordered = _ordered_values(release)
-    limits = np.array([c.n_values for c in release.domain])
+    ordered = _ordered_values(domain)
+    limits = np.array([c.n_values for c in domain])
     columns = np.sort(np.argsort(rng.random((n, codes.shape[1])), axis=1)[:, :width], axis=1)
     values = codes[rng.integers(0, len(codes), (n, width)), columns]
     regular = ordered[columns] & (values < limits[columns])
@@ -264,5 +308,11 @@ def _random_predicates(release: Table, n: int, width: int, rng: np.random.Genera
     return Predicates(columns, operators, values)
 
 
-def _ordered_values(table: Table) -> np.ndarray:
-    return np.array([c.kind is not Kind.CATEGORICAL for c in table.domain])
+def _ordered_values(domain: Domain) -> np.ndarray:
+    return np.array([c.kind is not Kind.CATEGORICAL for c in domain])
+
+
+def _medians(codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each column's median code over the released cells that hold one code."""
+    held = [codes[:, j][codes[:, j] < size] for j, size in enumerate(sizes)]
+    return np.array([np.median(h) if len(h) else 0.0 for h in held])
