@@ -92,7 +92,7 @@ def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patient
     assert card["epsilon_spent"] <= 2.0 + 1e-9
     assert any("identifier detection" in line for line in card["not_dp"])
     # the kinds were guessed from every record without DP: the guarantee says it holds given them
-    assert "given the column kinds and dropped identifiers" in card["guarantee"]
+    assert "given the column kinds, date formats and dropped identifiers" in card["guarantee"]
     synthetic = pd.read_csv(out / "synthetic.csv")
     assert "name" not in synthetic.columns and "email" not in synthetic.columns
     text = (

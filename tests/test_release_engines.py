@@ -253,3 +253,26 @@ def test_a_headerless_file_is_read_as_its_owner_says_by_every_engine(tmp_path):
             ledger=tmp_path / "named.sqlite")  # fmt: skip
     assert (tmp_path / "named" / "synthetic.csv").read_text().startswith("region,colour\n")
     assert json.loads((tmp_path / "named" / "card.json").read_text())["rows_in"] == 601
+
+
+def test_dates_come_back_in_the_files_layout_whichever_engine_reads_them(tmp_path):
+    """Day-first dates (``25/12/2013``) are read day first by both engines (a month-first
+    reading fails on days after the 12th, and the column would be refused) and written back in
+    the file's layout, inside the data's range."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    days = pd.to_datetime("2012-01-01") + pd.to_timedelta(rng.integers(0, 1500, 3000), "D")
+    frame = pd.DataFrame(
+        {"sex": rng.choice(["F", "M"], 3000), "admitted": days.strftime("%d/%m/%Y")}
+    )
+    path = tmp_path / "admissions.csv"
+    frame.to_csv(path, index=False)
+    for engine in ("numpy", "duckdb"):
+        card = release_with(engine, path, tmp_path / engine)
+        released = pd.read_csv(tmp_path / engine / "synthetic.csv", dtype=str)["admitted"]
+        assert released.str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
+        read = pd.to_datetime(released, format="%d/%m/%Y")
+        assert pd.Timestamp("2011-12-01") <= read.min() < read.max() <= pd.Timestamp("2016-03-01")
+        assert read.dt.day.max() > 12  # not misread month first
+        assert "date formats" in card["guarantee"]

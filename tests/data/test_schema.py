@@ -79,3 +79,22 @@ def test_packaged_example_schemas_cover_their_data(name):
 
     _, report = Table.from_frame(frame, domain)
     assert not any(c.other or c.clipped_low or c.clipped_high for c in report.columns.values())
+
+
+def test_a_date_columns_layout_is_declared_with_format(tmp_path):
+    from safeshare.data import Column
+
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "columns:\n  admitted: {kind: datetime, min: 2012-01-01, max: 2016-12-31, format: '%d/%m/%Y'}\n"
+    )
+    admitted = Schema.load(path).column("admitted")
+    assert admitted.date_format == "%d/%m/%Y"
+    assert Column.from_dict(admitted.to_dict()) == admitted
+    for wrong in (
+        "{kind: numeric, min: 0, max: 9, format: '%d'}",
+        "{kind: datetime, format: dd/mm}",
+    ):
+        path.write_text(f"columns:\n  x: {wrong}\n")
+        with pytest.raises(SchemaError, match="format"):
+            Schema.load(path)

@@ -15,14 +15,14 @@ are counted in the :class:`EncodeReport` (counts only, never the values).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from safeshare.data.domain import OTHER_LABEL, Column, Domain, Kind, date_of
+from safeshare.data.dates import ISO, parse_dates, write_dates
+from safeshare.data.domain import OTHER_LABEL, Column, Domain, Kind
 from safeshare.data.table import Table
 from safeshare.errors import EncodingError
 
@@ -90,7 +90,7 @@ def _encode_column(values: pd.Series, column: Column) -> tuple[np.ndarray, Colum
         )
     if column.is_categorical:
         return _encode_categorical(values, column)
-    numbers = as_numbers(values, column.name, column.kind)
+    numbers = as_numbers(values, column.name, column.kind, date_format=column.date_format)
     return _encode_bins(numbers, column)
 
 
@@ -175,12 +175,14 @@ def numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
     return lookup
 
 
-def as_numbers(values: pd.Series, name: str, kind: Kind, guessed: bool = False) -> np.ndarray:
-    """Floats (day numbers for datetimes); NaN where missing; an error names the count of bad
-    values (and, ``guessed``, that the kind was read from the values)."""
+def as_numbers(
+    values: pd.Series, name: str, kind: Kind, guessed: bool = False, date_format: str = ISO
+) -> np.ndarray:
+    """Floats (day numbers for datetimes, read in ``date_format``); NaN where missing; an error
+    names the count of bad values (and, ``guessed``, that the kind was read from the values)."""
     missing = _missing_mask(values)
     if kind is Kind.DATETIME:
-        parsed = parse_dates(values)
+        parsed = parse_dates(values, date_format)
         numbers = ((parsed - pd.Timestamp("1970-01-01")) / _DAY).to_numpy(
             dtype=float, na_value=np.nan
         )
@@ -190,18 +192,6 @@ def as_numbers(values: pd.Series, name: str, kind: Kind, guessed: bool = False) 
     if bad.any():
         raise not_parsed(name, kind, int(bad.sum()), guessed)
     return numbers
-
-
-def parse_dates(values: pd.Series) -> pd.Series:
-    """Dates from text (ISO 8601 first, then pandas' mixed formats); NaT where unparsable."""
-    if pd.api.types.is_datetime64_any_dtype(values.dtype):
-        return values
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        parsed = pd.to_datetime(values, errors="coerce", format="ISO8601")
-        if parsed.isna().sum() > values.isna().sum():
-            parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-    return parsed
 
 
 def _encode_bins(numbers: np.ndarray, column: Column) -> tuple[np.ndarray, ColumnEncoding]:
@@ -237,10 +227,10 @@ def _decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) 
     if column.cells:
         values = _follow_cells(bins, values, column, rng)
     if column.kind is Kind.DATETIME:
-        dates = np.array([date_of(v).isoformat() for v in values], dtype=object)
+        days = pd.Series(pd.to_datetime(np.floor(values), unit="D", origin="unix"))
         if missing is not None:
-            dates[missing] = None
-        return pd.Series(dates, dtype=object)
+            days[missing] = pd.NaT
+        return write_dates(days, column.date_format)
     if missing is not None:
         values[missing] = np.nan
     if column.integer:

@@ -75,7 +75,9 @@ class Column:
     histogram inside the bounds - cell edges and a non-negative weight per cell, e.g. DP
     discovery's noisy counts - that decoding follows inside each bin instead of drawing
     uniformly.  ``missing_label`` (categorical/ordinal) is how a decoded missing value is
-    written ('?' where the input writes it so; empty by default).
+    written ('?' where the input writes it so; empty by default); ``date_format`` (datetime)
+    is the layout dates are read and written in (:mod:`safeshare.data.dates`; empty: ISO
+    8601 days).
     """
 
     name: str
@@ -89,6 +91,7 @@ class Column:
     cells: tuple[float, ...] = ()
     weights: tuple[float, ...] = ()
     missing_label: str = ""
+    date_format: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -200,6 +203,8 @@ class Column:
             if self.cells:
                 out["cells"] = list(self.cells)
                 out["weights"] = list(self.weights)
+            if self.date_format:
+                out["date_format"] = self.date_format
         out["missing"] = self.missing
         return out
 
@@ -217,6 +222,7 @@ class Column:
             cells=tuple(data.get("cells", ())),
             weights=tuple(data.get("weights", ())),
             missing_label=str(data.get("missing_label", "")),
+            date_format=str(data.get("date_format", "")),
         )
 
 

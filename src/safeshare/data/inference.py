@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from safeshare.data.codec import parse_dates
+from safeshare.data.dates import date_format_of, parse_dates
 from safeshare.data.domain import Kind
 
 _IDENTIFIER_NAME = re.compile(
@@ -54,6 +54,7 @@ class GuessedColumn:
     kind: Kind
     integer: bool = False
     identifier: str | None = None
+    date_format: str = ""
 
 
 def infer_columns(frame: pd.DataFrame) -> list[GuessedColumn]:
@@ -84,7 +85,13 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
             reason = "every value distinct (a record number)"
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
     if _looks_like_dates(text, weights):  # before the patterns: 2021-03-01 is no phone number
-        return GuessedColumn(name, Kind.DATETIME, integer=True, identifier=identifier_by_name(name))
+        return GuessedColumn(
+            name,
+            Kind.DATETIME,
+            integer=True,
+            identifier=identifier_by_name(name),
+            date_format=date_format_of(text, weights),
+        )
     for label, pattern in _VALUE_PATTERNS.items():
         matches = text.str.fullmatch(pattern).to_numpy(dtype=float, na_value=0.0)
         if matches @ weights / rows >= _NEAR_UNIQUE:

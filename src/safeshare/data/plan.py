@@ -55,6 +55,7 @@ class ColumnDecision:
     kind_guessed: bool = False
     integer: bool = False
     spec: ColumnSpec | None = None
+    date_format: str = ""
 
     @property
     def modelled(self) -> bool:
@@ -99,7 +100,14 @@ def decide_columns(
             source = Source.SCHEMA
         else:
             source = Source.NOT_DP if unsafe else Source.DP
-        decisions.append(ColumnDecision(name, kind, role, source, reason, guessed, integer, spec))
+        date_format = (
+            spec.format
+            if spec is not None and spec.format
+            else (guess.date_format if guess and kind is Kind.DATETIME else "")
+        )
+        decisions.append(
+            ColumnDecision(name, kind, role, source, reason, guessed, integer, spec, date_format)
+        )
     if not any(d.modelled for d in decisions):
         raise SchemaError(
             "every column was dropped as an identifier or free text; nothing is left to release. "
@@ -155,7 +163,7 @@ def check_values(frame: pd.DataFrame, decisions: list[ColumnDecision]) -> None:
         encode_frame(frame, Domain(tuple(d.spec.to_column(d.name) for d in declared if d.spec)))
     for d in decisions:
         if d.modelled and d.source is not Source.SCHEMA and d.kind in (Kind.NUMERIC, Kind.DATETIME):
-            as_numbers(frame[d.name], d.name, d.kind, guessed=d.kind_guessed)
+            as_numbers(frame[d.name], d.name, d.kind, d.kind_guessed, d.date_format)
 
 
 def infer_column_unsafe(
@@ -182,7 +190,7 @@ def infer_column_unsafe(
         counts = present.astype("string").str.strip().value_counts()
         categories = tuple(sorted(map(str, counts.index[:max_categories])))
         return Column(decision.name, decision.kind, decision.role, categories=categories)
-    numbers = as_numbers(present, decision.name, decision.kind)
+    numbers = as_numbers(present, decision.name, decision.kind, date_format=decision.date_format)
     numbers = numbers[~np.isnan(numbers)]
     lower = spec.lower if spec is not None else None
     upper = spec.upper if spec is not None else None
@@ -206,4 +214,11 @@ def infer_column_unsafe(
         edges = value_edges(numbers)
     else:
         edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))
-    return Column(decision.name, decision.kind, decision.role, edges=edges, integer=integer)
+    return Column(
+        decision.name,
+        decision.kind,
+        decision.role,
+        edges=edges,
+        integer=integer,
+        date_format=decision.date_format,
+    )

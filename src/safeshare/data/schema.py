@@ -60,6 +60,7 @@ class ColumnSpec(BaseModel):
     integer: bool | None = None
     missing: bool = True
     other: bool = True
+    format: str | None = None
 
     @field_validator("categories", mode="before")
     @classmethod
@@ -91,6 +92,11 @@ class ColumnSpec(BaseModel):
             raise ValueError(f"a {self.kind} column takes no min/max/bins/edges")
         if self.kind in (Kind.NUMERIC, Kind.DATETIME) and self.categories is not None:
             raise ValueError(f"a {self.kind} column takes no categories; use min/max/bins or edges")
+        if self.format is not None and (self.kind is not Kind.DATETIME or "%" not in self.format):
+            raise ValueError(
+                f"format {self.format!r}: a datetime column's layout in strftime codes, "
+                "e.g. format: '%m/%d/%Y'"
+            )
         return self
 
     @property
@@ -139,6 +145,7 @@ class ColumnSpec(BaseModel):
             edges=self._edges(),
             integer=bool(self.integer) or self.kind is Kind.DATETIME,
             missing=self.missing,
+            date_format=self.format or "",
         )
 
     def _edges(self) -> tuple[float, ...]:

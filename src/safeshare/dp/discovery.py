@@ -67,6 +67,7 @@ class Target:
     max_bins: int = MAX_BINS
     minimum: float | None = None
     maximum: float | None = None
+    date_format: str = ""  # the layout a date column is read and written in (public or guessed)
 
 
 @dataclass(frozen=True)
@@ -354,7 +355,7 @@ def _bins(
     finds a range spread too thin for any fine cell or block, and its totals rescale the fine
     histogram inside it (post-processing of the same measurement)."""
     grid, coarse = _grid(target), _coarse_grid(target)
-    numbers = as_numbers(values, target.name, target.kind)
+    numbers = as_numbers(values, target.name, target.kind, date_format=target.date_format)
     numbers = numbers[~np.isnan(numbers)]
     counts = _histogram(numbers, grid)
     if coarse is None:
@@ -385,7 +386,14 @@ def _bins(
     integer = target.integer or target.kind is Kind.DATETIME
     if integer:
         edges = _integer_edges(edges, target.max_bins)
-    column = Column(target.name, target.kind, target.role, edges=edges, integer=integer)
+    column = Column(
+        target.name,
+        target.kind,
+        target.role,
+        edges=edges,
+        integer=integer,
+        date_format=target.date_format,
+    )
     return _with_cells(column, grid[first : last + 2], mass), None
 
 

@@ -81,6 +81,7 @@ class Dialect:
     days_template: str = "(epoch_us({x}) / 86400000000.0)"
     number_guard: str | None = None
     match_template: str = "{x} RLIKE {pattern}"
+    strptime_template: str | None = None  # text in a strftime layout to a timestamp, else NULL
 
     def ident(self, name: str) -> str:
         """A quoted identifier."""
@@ -109,7 +110,12 @@ class Dialect:
         return self.days_template.format(x=stamp)
 
 
-DUCKDB = Dialect("duckdb", number_guard="_", match_template="regexp_matches({x}, {pattern})")
+DUCKDB = Dialect(
+    "duckdb",
+    number_guard="_",
+    match_template="regexp_matches({x}, {pattern})",
+    strptime_template="try_strptime({x}, {layout})",
+)
 SPARK = Dialect(
     "spark",
     ident_quote="`",
@@ -190,14 +196,23 @@ def text_sql(raw: RawColumn, missing_tokens: Sequence[str]) -> str:
     return f"CAST({x} AS {dialect.text_type})"
 
 
-def number_sql(raw: RawColumn, kind: Kind, missing_tokens: Sequence[str]) -> str:
-    """The column as a DOUBLE (days since 1970-01-01 for dates), NULL where missing or unparsable."""
+def number_sql(
+    raw: RawColumn, kind: Kind, missing_tokens: Sequence[str], date_format: str = ""
+) -> str:
+    """The column as a DOUBLE (days since 1970-01-01 for dates, read in ``date_format`` where the
+    engine can, else as ISO 8601), NULL where missing or unparsable."""
     x, dialect = raw.ident, raw.dialect
     if kind is Kind.DATETIME:
         if raw.is_temporal:
             stamp = f"CAST({x} AS {dialect.timestamp_type})"
         else:
-            stamp = f"TRY_CAST({text_sql(raw, missing_tokens)} AS {dialect.timestamp_type})"
+            text = text_sql(raw, missing_tokens)
+            stamp = f"TRY_CAST({text} AS {dialect.timestamp_type})"
+            if date_format and dialect.strptime_template:
+                layout = dialect.text(date_format.replace("%-", "%"))
+                stamp = (
+                    f"coalesce({dialect.strptime_template.format(x=text, layout=layout)}, {stamp})"
+                )
         return dialect.days(stamp)
     text = text_sql(raw, missing_tokens)
     value = f"CAST({x} AS DOUBLE)" if raw.is_number else dialect.try_double(text)
@@ -214,7 +229,11 @@ class Prepared:
     @classmethod
     def of(cls, column: Column, raw: RawColumn, missing_tokens: Sequence[str]) -> Prepared:
         """The expressions over the raw column."""
-        value = None if column.is_categorical else number_sql(raw, column.kind, missing_tokens)
+        value = (
+            None
+            if column.is_categorical
+            else number_sql(raw, column.kind, missing_tokens, column.date_format)
+        )
         return cls(text_sql(raw, missing_tokens), value)
 
     def aliased(self, i: int) -> list[str]:

@@ -453,7 +453,13 @@ def discovery_target(decision: ColumnDecision) -> Target:
     """What DP domain discovery must find for a column the schema leaves open."""
     spec = decision.spec
     if spec is None:
-        return Target(decision.name, decision.kind, decision.role, decision.integer)
+        return Target(
+            decision.name,
+            decision.kind,
+            decision.role,
+            decision.integer,
+            date_format=decision.date_format,
+        )
     return Target(
         decision.name,
         decision.kind,
@@ -462,6 +468,7 @@ def discovery_target(decision: ColumnDecision) -> Target:
         max_bins=spec.bins or MAX_BINS,
         minimum=spec.lower,
         maximum=spec.upper,
+        date_format=decision.date_format,
     )
 
 

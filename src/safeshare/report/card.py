@@ -190,8 +190,8 @@ def kinds_condition(decisions: Sequence[ColumnDecision]) -> str:
     if not any(d.kind_guessed for d in decisions):
         return ""
     return (
-        ", given the column kinds and dropped identifiers, which were decided from the data "
-        "without DP (see not_dp; a schema decides them publicly)"
+        ", given the column kinds, date formats and dropped identifiers, which were decided "
+        "from the data without DP (see not_dp; a schema decides them publicly)"
     )
 
 
@@ -224,8 +224,9 @@ def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
     ]
     if any(d.kind_guessed for d in decisions):
         not_dp.append(
-            "column kinds and the identifier detection read the private data (not DP); "
-            "only column names and decisions are reported"
+            "column kinds, date formats (the layout of public DATE_FORMATS that reads the most "
+            "records) and the identifier detection read the private data (not DP); only column "
+            "names and decisions are reported"
         )
     if source == "private data, not DP":
         not_dp.append(

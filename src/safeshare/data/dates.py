@@ -1,0 +1,102 @@
+"""How a file writes its dates: the format a date column is read with and written back in.
+
+A user who brings ``03/15/2013`` expects ``03/15/2013`` back, not ``2013-03-15``.  The format
+is chosen from a public list of layouts (:data:`DATE_FORMATS`): the one that reads the most
+records, and of the layouts reading as many, the first (month first before day first, as
+pandas reads an ambiguous ``03/05/2013``).  Written back zero-padded where the file pads its
+months and days, unpadded where it does not.
+
+>>> import pandas as pd
+>>> date_format_of(pd.Series(["03/15/2013", "12/01/2014"]))
+'%m/%d/%Y'
+>>> date_format_of(pd.Series(["15.3.2013", "1.12.2014"]))
+'%-d.%-m.%Y'
+>>> write_dates(parse_dates(pd.Series(["15.03.2013"]), "%-d.%-m.%Y"), "%-d.%-m.%Y").tolist()
+['15.3.2013']
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y/%m/%d",
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%m-%d-%Y",
+    "%d-%m-%Y",
+    "%d.%m.%Y",
+    "%m/%d/%y",
+    "%d/%m/%y",
+    "%m/%d/%Y %H:%M",
+    "%d/%m/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%d/%m/%Y %H:%M:%S",
+)
+"""The public layouts a date column may be written in (ISO 8601 first)."""
+ISO = ""
+"""The format of a column written as ISO 8601 days (``2013-03-15``): the default."""
+
+
+def date_format_of(values: pd.Series, weights: np.ndarray | None = None) -> str:
+    """The layout of :data:`DATE_FORMATS` that reads the most of ``values`` (each weighted by
+    ``weights``: how many records hold it), as written (unpadded ``%-m`` where the values are
+    not zero-padded); :data:`ISO` when none reads any or ISO days read as many."""
+    text = values.astype("string").str.strip()
+    weights = np.ones(len(text)) if weights is None else np.asarray(weights, dtype=float)
+    best, best_share = ISO, 0.0
+    for layout in DATE_FORMATS:
+        share = float(_read(text, layout).notna().to_numpy(dtype=float) @ weights)
+        if share > best_share:
+            best, best_share = layout, share
+    if best in (ISO, DATE_FORMATS[0]):
+        return ISO
+    return _as_written(text, weights, best)
+
+
+def parse_dates(values: pd.Series, date_format: str = ISO) -> pd.Series:
+    """Dates from text in ``date_format`` (any other value: ISO 8601, then pandas' mixed
+    formats); NaT where unparsable."""
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return values
+    parsed = _read(values, date_format or "ISO8601")
+    for fallback in ("ISO8601", "mixed") if date_format else ("mixed",):
+        rest = (parsed.isna() & values.notna()).to_numpy()
+        if not rest.any():
+            break
+        parsed[rest] = _read(values[rest], fallback).to_numpy()
+    return parsed
+
+
+def write_dates(dates: pd.Series, date_format: str = ISO) -> pd.Series:
+    """Dates as text in ``date_format`` (ISO 8601 days by default); missing stay missing."""
+    written = pd.Series(dates).dt.strftime(date_format or "%Y-%m-%d")
+    return written.astype(object).where(written.notna(), None)
+
+
+def _read(values: pd.Series, layout: str) -> pd.Series:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return pd.to_datetime(
+            values, errors="coerce", format=layout.replace("%-", "%") if "%" in layout else layout
+        )
+
+
+def _as_written(text: pd.Series, weights: np.ndarray, layout: str) -> str:
+    """``layout``, or its unpadded form where most values read with it are not zero-padded."""
+    parsed = _read(text, layout)
+    read = parsed.notna().to_numpy()
+    unpadded = layout.replace("%m", "%-m").replace("%d", "%-d").replace("%H", "%-H")
+    padded_matches = _matches(text[read], parsed[read], layout) @ weights[read]
+    unpadded_matches = _matches(text[read], parsed[read], unpadded) @ weights[read]
+    return unpadded if unpadded_matches > padded_matches else layout
+
+
+def _matches(text: pd.Series, parsed: pd.Series, layout: str) -> np.ndarray:
+    return (write_dates(parsed, layout).to_numpy() == text.to_numpy()).astype(float)
