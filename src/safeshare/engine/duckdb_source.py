@@ -126,12 +126,11 @@ class DuckDBSource(SqlSource[DuckDBEngine]):
         """The largest rank among the ``count`` rows of smallest rank (-1 when ``count`` is 0)."""
         return order.thresholds(self._n_rows, [count])[0]
 
-    def frame(self, condition: str = "TRUE") -> pd.DataFrame:
-        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives them."""
-        parts = [
-            f"{text_sql(r, self.missing_values)} AS {r.ident}" if r.is_text else r.ident
-            for r in self.raw
-        ]
+    def frame(self, condition: str = "TRUE", *, as_written: bool = False) -> pd.DataFrame:
+        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives
+        them (``as_written``: a missing value's token, ``?`` or ``NA``, kept as text)."""
+        tokens = () if as_written else self.missing_values
+        parts = [f"{text_sql(r, tokens)} AS {r.ident}" if r.is_text else r.ident for r in self.raw]
         sql = f"SELECT {', '.join(parts)} FROM {self.view} WHERE {condition} ORDER BY __row"
         frame = _run(self.engine, sql, str(self.path)).df()
         for raw in self.raw:

@@ -155,12 +155,11 @@ class SparkSource(SqlSource[SparkEngine]):
             raise InputError("rank_threshold found no rank; the row order is inconsistent")
         return threshold
 
-    def frame(self, condition: str = "TRUE") -> pd.DataFrame:
-        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives them."""
-        parts = [
-            f"{text_sql(r, self.missing_values)} AS {r.ident}" if r.is_text else r.ident
-            for r in self.raw
-        ]
+    def frame(self, condition: str = "TRUE", *, as_written: bool = False) -> pd.DataFrame:
+        """The rows meeting ``condition`` (over ``__row``) in file order, as ``read_frame`` gives
+        them (``as_written``: a missing value's token, ``?`` or ``NA``, kept as text)."""
+        tokens = () if as_written else self.missing_values
+        parts = [f"{text_sql(r, tokens)} AS {r.ident}" if r.is_text else r.ident for r in self.raw]
         statement = f"SELECT {', '.join(parts)} FROM {self.view} WHERE {condition} ORDER BY __row"
         result = self._collect(statement, "reading rows")
         frame = result.to_pandas()

@@ -85,12 +85,17 @@ class EngineSource(Protocol):
 
     def __len__(self) -> int: ...
 
-    def frame(self, condition: str = "TRUE") -> pd.DataFrame: ...
+    def frame(self, condition: str = "TRUE", *, as_written: bool = False) -> pd.DataFrame: ...
 
     def encode(self, domain: Domain, holdout: str) -> EngineEncoded: ...
 
     @property
     def names(self) -> tuple[str, ...]: ...
+
+    @property
+    def missing_values(self) -> tuple[str, ...]:
+        """The tokens that mean a missing value ('', '?', 'NA', ...)."""
+        ...
 
     def value_counts(self, columns: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
         """Distinct rows of ``columns`` in first-seen order, and the records of each."""
@@ -415,7 +420,10 @@ class EngineInput(ClosesOnExit):
         return n - h, h
 
     def discovery_spellings(self) -> pd.DataFrame | None:
-        return None  # the engines read a missing value as the empty field
+        # as the numpy engine gives them, so that discovery counts (and draws noise for) the
+        # same cells whichever engine reads the file
+        written = self.source.frame(self._train_sample(SAMPLE_ROWS), as_written=True)
+        return split_missing(written, self.source.missing_values)[1]
 
     def discovery_frame(self) -> pd.DataFrame:
         if self._discovery is None:
