@@ -397,3 +397,47 @@ def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_d
     with pytest.raises(BudgetError, match="no column's range stood above the discovery noise"):
         release_table(tmp_path, pd.DataFrame(spread))
     assert not (tmp_path / "out").exists()
+
+
+def test_order_constraints_hold_in_every_released_record_by_any_method(tmp_path):
+    """``order: [admitted, released]``: no record leaves before it arrives.  Without it the
+    same release puts some departures first (dates drawn inside their bins independently)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    admitted = pd.to_datetime("2013-01-01") + pd.to_timedelta(rng.integers(0, 700, 4000), "D")
+    stay = pd.to_timedelta(rng.integers(0, 30, 4000), "D")
+    frame = pd.DataFrame(
+        {
+            "ward": rng.choice(["A", "B", "C"], 4000),
+            "admitted": admitted.strftime("%Y-%m-%d"),
+            "released": (admitted + stay).strftime("%Y-%m-%d"),
+        }
+    )
+    frame.loc[::50, "released"] = None  # still in hospital: missing stays missing
+
+    def released(name: str, constraints: list) -> pd.DataFrame:
+        result = release(
+            frame,
+            out=tmp_path / name,
+            seed=1,
+            ledger=tmp_path / f"{name}.sqlite",
+            reading=Reading(schema=Schema.from_dict({"columns": {}, "constraints": constraints})),
+        )
+        dates = result.synthetic[["admitted", "released"]].apply(pd.to_datetime)
+        return dates.dropna()
+
+    free = released("free", [])
+    assert (free["released"] < free["admitted"]).mean() > 0.05
+    kept = released("kept", [{"order": ["admitted", "released"]}])
+    assert len(kept) > 3000 and (kept["released"] >= kept["admitted"]).all()
+    for wrong, message in (
+        ({"order": ["admitted"]}, "two or more columns"),
+        ({"order": ["admitted", "discharged"]}, "'discharged'"),
+        ({"order": ["ward", "admitted"]}, "all be numeric or all dates"),
+    ):
+        schema = Schema.from_dict({"columns": {}, "constraints": [wrong]})
+        with pytest.raises(SchemaError, match=message):
+            release(frame, out=tmp_path / "bad", ledger=tmp_path / "bad.sqlite",
+                    reading=Reading(schema=schema))  # fmt: skip
+    assert not (tmp_path / "bad").exists()

@@ -143,8 +143,11 @@ class Table:
 
         return encode_frame(frame, domain)
 
-    def decode(self, rng: np.random.Generator) -> pd.DataFrame:
-        """Values back from codes; numeric bins decode to a uniform value inside the bin."""
+    def decode(
+        self, rng: np.random.Generator, orders: Sequence[Sequence[str]] = ()
+    ) -> pd.DataFrame:
+        """Values back from codes; numeric bins decode to a uniform value inside the bin
+        (``orders``: see :func:`safeshare.data.codec.decode_table`)."""
         from safeshare.data.codec import decode_table
 
-        return decode_table(self, rng)
+        return decode_table(self, rng, orders)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,9 +118,12 @@ def sample_release(
     rng: np.random.Generator,
     workdir: Path,
     output_format: str = "csv",
+    *,
+    orders: Sequence[Sequence[str]] = (),
 ) -> SampledRelease:
     """Sample and decode ``rows`` records; beyond :data:`CHUNK_ROWS` (or as Parquet) they stream
-    to a file, one chunk at a time.
+    to a file, one chunk at a time (``orders``: columns each record keeps in order, see
+    :func:`~safeshare.data.codec.decode_table`).
 
     Each chunk is an independent draw from the fitted model, so a release of any size
     needs memory for one chunk only.
@@ -131,7 +134,7 @@ def sample_release(
         )
     if rows <= CHUNK_ROWS and output_format == "csv":
         table = synthesizer.sample(rows)
-        frame = table.decode(rng)
+        frame = table.decode(rng, orders)
         return SampledRelease(table, frame, frame, rows)
     workdir.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=".synthetic-", suffix=f".{output_format}", dir=workdir)
@@ -140,11 +143,11 @@ def sample_release(
     try:
         with _ChunkWriter(path, output_format) as writer:
             first = synthesizer.sample(min(CHUNK_ROWS, rows))
-            first_frame = first.decode(rng)
+            first_frame = first.decode(rng, orders)
             writer.write(first_frame, first.domain)
             for start in range(CHUNK_ROWS, rows, CHUNK_ROWS):
                 chunk = synthesizer.sample(min(CHUNK_ROWS, rows - start))
-                writer.write(chunk.decode(rng), chunk.domain)
+                writer.write(chunk.decode(rng, orders), chunk.domain)
     except BaseException:
         path.unlink(missing_ok=True)
         raise

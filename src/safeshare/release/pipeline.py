@@ -67,6 +67,7 @@ from safeshare.release.resume import Spend, save_results
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
+from safeshare.synth.constraints import Order
 from safeshare.synth.mst import MST
 from safeshare.synth.pe.histogram import check_sizes, samples_per_parent
 from safeshare.synth.pe.lookahead import check_lookahead
@@ -207,6 +208,7 @@ class _Plan:
     discovery_rows: pd.DataFrame
     spellings: Spellings | None
     checkpoint: Path | None
+    orders: tuple[Order, ...] = ()  # kept after decoding, by every method
 
 
 def _release_input(
@@ -238,6 +240,12 @@ def _release_input(
                 "min and max in a schema, or raise --epsilon"
             )
         plan = replace(plan, decisions=left_out(plan.decisions, domain))
+        notes += [
+            f"order constraint {list(o.columns)}: {missing} left out of the release, so the "
+            "order holds among the other columns"
+            for o in plan.orders
+            if (missing := [c for c in o.columns if c not in domain.names])
+        ]
         parts = data.encode(domain)
         report("synthesizing", 0.2)
         synthesizer = plan.synthesizer
@@ -245,7 +253,12 @@ def _release_input(
         rows_out = synthesizer.default_rows() if settings.rows is None else settings.rows
         out = job.out
         sampled = sample_release(
-            synthesizer, rows_out, plan.rng, out.parent, settings.output_format
+            synthesizer,
+            rows_out,
+            plan.rng,
+            out.parent,
+            settings.output_format,
+            orders=[o.columns for o in plan.orders],
         )
         try:
             report("evaluating", 0.8)
@@ -288,11 +301,15 @@ def _plan(
     decisions = decide_columns(frame, schema, unsafe=settings.unsafe_infer)
     check_values(frame, decisions)
     modelled = [d for d in decisions if d.modelled]
-    constraints = list(schema.constraints) if schema is not None else []
+    declared = list(schema.constraints) if schema is not None else []
+    kinds = {d.name: d.kind for d in modelled}
+    orders = [Order.from_dict(c, kinds) for c in declared if Order.declared_by(c)]
+    constraints = [c for c in declared if not Order.declared_by(c)]
     if constraints and method != "aim":
         raise InputError(
-            f"the schema declares {len(constraints)} constraint(s); --method {method} cannot honour "
-            "them: use --method aim, or remove them from the schema"
+            f"the schema declares {len(constraints)} constraint(s) on combinations of values; "
+            f"--method {method} cannot honour them: use --method aim, or remove them from the "
+            "schema (order constraints are kept by every method)"
         )
     discovery, rho = _plan_discovery(budget, modelled)
     synthesizer = _synthesizer(
@@ -321,6 +338,7 @@ def _plan(
         data.discovery_frame(),
         _spellings(data, schema),
         _checkpoint(synthesizer),
+        tuple(orders),
     )
 
 

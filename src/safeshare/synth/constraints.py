@@ -11,6 +11,10 @@ Conditions list category labels, or ``[min, max]`` for numeric and date columns
     constraints:
       - when: {age: [0, 15]}
         then: {marital-status: [Never-married]}
+      - order: [admitted, released]
+
+An ``order`` constraint (:class:`Order`) names numeric or date columns whose values every
+record keeps in non-decreasing order; it is kept by every method, after decoding.
 
 >>> from safeshare.data import Column, Domain, Kind
 >>> domain = Domain((Column("age", Kind.NUMERIC, edges=(0, 15, 40, 90), missing=False),
@@ -23,14 +27,14 @@ Conditions list category labels, or ``[min, max]`` for numeric and date columns
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import numpy as np
 
-from safeshare.data.domain import Column, Domain, day_number
+from safeshare.data.domain import Column, Domain, Kind, day_number
 from safeshare.errors import SchemaError
 
 
@@ -77,6 +81,50 @@ class Constraint:
         if not allowed.any():
             raise SchemaError(f"constraint over {list(attrs)} forbids every combination")
         return cls(attrs, allowed)
+
+
+@dataclass(frozen=True)
+class Order:
+    """Numeric or date columns whose values every record keeps in non-decreasing order
+    (``order: [admitted, released]``: no one leaves before arriving).  Public, so it costs no
+    budget; kept by sorting each released record's values in the group after decoding
+    (:func:`safeshare.data.codec.decode_table`), whatever the method; a missing value is
+    left missing.
+
+    >>> Order.from_dict({"order": ["in", "out"]}, {"in": Kind.DATETIME, "out": Kind.DATETIME})
+    Order(columns=('in', 'out'))
+    """
+
+    columns: tuple[str, ...]
+
+    @staticmethod
+    def declared_by(item: Any) -> bool:
+        """Whether a schema's constraint is an order (else a structural zero)."""
+        return isinstance(item, dict) and "order" in item
+
+    @classmethod
+    def from_dict(cls, data: Any, kinds: Mapping[str, Kind]) -> Order:
+        """The order a schema declares, against the kinds of the columns the release models."""
+        columns = data.get("order") if isinstance(data, dict) else None
+        if not isinstance(columns, list) or set(data) != {"order"} or len(columns) < 2:
+            raise SchemaError(
+                "an order constraint names two or more columns and nothing else: "
+                "order: [admitted, released]"
+            )
+        columns = [str(c) for c in columns]
+        unknown = [c for c in columns if c not in kinds]
+        if unknown:
+            raise SchemaError(
+                f"order constraint names {unknown[0]!r}, which the release does not model; "
+                f"choose among {sorted(kinds)}"
+            )
+        found = {kinds[c] for c in columns}
+        if not found <= {Kind.NUMERIC, Kind.DATETIME} or len(found) > 1:
+            raise SchemaError(
+                f"order constraint over {columns}: its columns must all be numeric or all "
+                f"dates, not {sorted(str(k) for k in found)}"
+            )
+        return cls(tuple(columns))
 
 
 def parse_constraints(items: Sequence[Any] | None, domain: Domain) -> list[Constraint]:
