@@ -131,9 +131,10 @@ def release_records(
                 out[name], keep=spec.mask.keep, keep_end=spec.mask.keep_end, char=spec.mask.char
             )
         elif spec.microaggregate is not None:  # (per class of the released table)
-            written = out[qis].astype("string").fillna("").agg("\x1f".join, axis=1)
-            out[name] = microaggregate(out[name], pd.Series(pd.factorize(written)[0]),
-                                       spec.microaggregate)  # fmt: skip
+            classes = out.groupby(qis, dropna=False, sort=False, observed=True).ngroup()
+            out[name] = microaggregate(
+                out[name], pd.Series(classes.to_numpy()), spec.microaggregate
+            )
         elif spec.date_shift is not None:
             shift = spec.date_shift
             key = SecretKey.load(
