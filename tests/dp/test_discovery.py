@@ -139,9 +139,10 @@ def test_a_column_whose_range_stays_below_the_noise_is_left_out_not_guessed() ->
     found = plan.run(frame, Randomness(4))
     assert [c.name for c in found.columns] == ["age"]
     assert {"30", "31"} <= set(found.columns[0].labels())
-    (note,) = found.notes
+    note, summary = found.notes
     assert note.startswith("column 'income': no part of its range stands above the discovery")
     assert "left out of the release" in note
+    assert summary.startswith("1 column(s) found nothing") and "--epsilon" not in summary
 
 
 def test_integers_spread_too_thin_for_any_unit_cell_are_found_by_the_coarse_count() -> None:
@@ -182,3 +183,26 @@ def test_a_point_mass_is_a_bin_of_its_own_and_the_tail_keeps_the_other_bins() ->
     edges = _equal_mass_edges(cell_edges, mass, 16, 0.0, 100.0)
     assert edges[:2] == (0.0, 1.0)
     assert len(edges) - 2 >= 12  # the tail's 10% is cut into most of the other bins
+
+
+def test_a_starved_table_hears_the_least_epsilon_that_would_feed_it():
+    """Two columns of 300 records, too few for the noise at this budget: one line names them
+    and, for the categorical one, an epsilon estimated from its noisy counts; at that epsilon
+    (here, the rho that scales the noise down as much, with a margin) its categories show."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"city": rng.choice(["London", "Paris"], 300), "age": rng.integers(20, 60, 300)}
+    )
+    targets = [Target("city", Kind.CATEGORICAL), Target("age", Kind.NUMERIC, integer=True)]
+    starved = replace(plan_discovery(targets, rho=0.0005, delta=1e-9), epsilon=1.0)
+    found = starved.run(frame, Randomness(1))
+    assert found.columns[0].categories == () and [c.name for c in found.columns] == ["city"]
+    line = found.notes[-1]
+    assert line.startswith("2 column(s) found nothing") and "('age', 'city')" in line
+    least = float(line.split("--epsilon ")[1].split(" ")[0])
+    assert least > 1.0 and "the categories of 'city'" in line
+    fed = plan_discovery(targets, rho=0.0005 * (1.5 * least) ** 2, delta=1e-9)
+    for seed in range(5):
+        assert fed.run(frame, Randomness(seed)).columns[0].categories == ("London", "Paris")

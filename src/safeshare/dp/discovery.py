@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -88,6 +89,7 @@ class DiscoveryPlan:
     threshold: int
     tail: float
     max_categories: int = MAX_CATEGORIES
+    epsilon: float | None = None  # the release's, to say how much more a starved column needs
 
     @property
     def delta(self) -> float:
@@ -123,21 +125,46 @@ class DiscoveryPlan:
         also learns how the input writes a missing value (:class:`Spellings`)."""
         columns: list[Column] = []
         notes: list[str] = []
+        starved: dict[str, float | None] = {}  # found nothing: its largest count's share
         for target in self.targets:
             mechanism = self._mechanism(target)
             column: Column | None
             if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
                 spelled = spellings.of(frame[target.name]) if spellings is not None else None
-                column, note = self._categories(
+                column, note, clearance = self._categories(
                     frame[target.name], target, mechanism, rand, spelled
                 )
             else:
                 column, note = _bins(frame[target.name], target, mechanism, rand)
+                clearance = None
             if column is not None:
                 columns.append(column)
             if note:
                 notes.append(note)
+            if column is None or (column.is_categorical and not column.categories):
+                starved[target.name] = clearance
+        if starved:
+            notes.append(self._starved(starved))
         return DiscoveryResult(columns, notes)
+
+    def _starved(self, starved: dict[str, float | None]) -> str:
+        """One line on the columns discovery found nothing in and, for the categorical ones,
+        the least epsilon at which their largest noisy counts would clear the threshold (post-
+        processing of those counts: an estimate; a numeric column's largest noisy cell among
+        thousands is mostly noise, so none is given for it), or a schema."""
+        line = (
+            f"{len(starved)} column(s) found nothing above the discovery noise at this budget "
+            f"({_listed(starved)})"
+        )
+        known = {n: r for n, r in starved.items() if r is not None and r > 0}
+        if self.epsilon is not None and known:
+            # noise falls as 1 / epsilon (nearly: exactly as 1 / sqrt(rho)), thresholds with it
+            least = self.epsilon / min(known.values())
+            line += (
+                f"; at --epsilon {least:.2g} or more the categories of {_listed(known)} would "
+                "clear it (an estimate from their noisy counts)"
+            )
+        return line + ". A schema that declares their categories or min and max costs nothing"
 
     def _categories(
         self,
@@ -146,7 +173,7 @@ class DiscoveryPlan:
         mechanism: GaussianMechanism,
         rand: Randomness,
         spelled: pd.Series | None,
-    ) -> tuple[Column, str | None]:
+    ) -> tuple[Column, str | None, float | None]:
         counts = values.dropna().astype("string").str.strip().value_counts(sort=False)
         # one histogram: each record is in one cell, a value's or its missing spelling's
         tokens = spelled if spelled is not None else pd.Series(dtype=float)
@@ -173,7 +200,8 @@ class DiscoveryPlan:
         column = Column(
             target.name, target.kind, target.role, categories=categories, missing_label=label
         )
-        return column, note
+        clearance = None if kept else float(noisy.max(initial=0)) / self.threshold
+        return column, note, clearance
 
 
 @dataclass(frozen=True)
@@ -201,6 +229,12 @@ class Spellings:
         spelled = pd.Series(written[missing], dtype=object)
         counts = spelled.value_counts().reindex(list(self.tokens), fill_value=0)
         return counts.astype(np.int64)
+
+
+def _listed(names: Iterable[str], most: int = 5) -> str:
+    """``'a', 'b', ...``: up to ``most`` names, sorted."""
+    ordered = sorted(names)
+    return ", ".join(repr(n) for n in ordered[:most]) + (", ..." if len(ordered) > most else "")
 
 
 def _missing_label(tokens: pd.Index, noisy: np.ndarray, sigma: float) -> str:

@@ -440,7 +440,8 @@ def _plan_discovery(
     delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
     rho = budget.rho(delta_reserved)
     rho_domain = DOMAIN_SHARE * rho if targets else 0.0
-    return plan_discovery(targets, rho_domain, delta_reserved), rho - rho_domain
+    plan = replace(plan_discovery(targets, rho_domain, delta_reserved), epsilon=budget.epsilon)
+    return plan, rho - rho_domain
 
 
 def _synthesizer(
