@@ -263,8 +263,10 @@ def _written(values: np.ndarray, column: Column) -> pd.Series:
     if column.is_categorical:
         return pd.Series(values, dtype=object)
     if column.kind is Kind.DATETIME:
-        days = pd.Series(pd.to_datetime(np.floor(values), unit="D", origin="unix"))
-        return write_dates(days, column.date_format)
+        days = np.full(len(values), np.datetime64("NaT"), dtype="datetime64[s]")
+        present = ~np.isnan(values)  # (seconds: any year a schema may name, not only 1677-2262)
+        days[present] = np.floor(values[present]).astype(np.int64).astype("datetime64[D]")
+        return write_dates(pd.Series(days), column.date_format)
     if column.integer:
         return pd.Series(values).round().astype("Int64")
     return pd.Series(values)
