@@ -255,11 +255,8 @@ def test_a_headerless_file_is_read_as_its_owner_says_by_every_engine(tmp_path):
     assert json.loads((tmp_path / "named" / "card.json").read_text())["rows_in"] == 601
 
 
-def test_raw_files_release_alike_dates_in_the_files_layout_and_missing_as_spelled(tmp_path):
-    """A raw file DP discovery reads whole: day-first dates (``25/12/2013``) are read day first
-    by both engines (a month-first reading fails on days after the 12th) and written back so;
-    ``?`` for a missing job is counted by both (so both draw the same noise) and written back;
-    the two engines release the same bytes."""
+def _raw_admissions(path: Path) -> Path:
+    """3,000 admissions: sex, a job ('?' where missing) and a day-first date."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -271,8 +268,16 @@ def test_raw_files_release_alike_dates_in_the_files_layout_and_missing_as_spelle
             "admitted": days.strftime("%d/%m/%Y"),
         }
     )
-    path = tmp_path / "admissions.csv"
     frame.to_csv(path, index=False)
+    return path
+
+
+def test_raw_files_release_alike_dates_in_the_files_layout_and_missing_as_spelled(tmp_path):
+    """A raw file DP discovery reads whole: day-first dates (``25/12/2013``) are read day first
+    by both engines (a month-first reading fails on days after the 12th) and written back so;
+    ``?`` for a missing job is counted by both (so both draw the same noise) and written back;
+    the two engines release the same bytes."""
+    path = _raw_admissions(tmp_path / "admissions.csv")
     cards = [release_with(engine, path, tmp_path / engine) for engine in ("numpy", "duckdb")]
     written = [(tmp_path / e / "synthetic.csv").read_bytes() for e in ("numpy", "duckdb")]
     assert written[0] == written[1]
@@ -284,3 +289,14 @@ def test_raw_files_release_alike_dates_in_the_files_layout_and_missing_as_spelle
     assert read.dt.day.max() > 12  # not misread month first
     assert 0.1 < (released["job"] == "?").mean() < 0.3
     assert "date formats" in cards[0]["guarantee"]
+
+
+@pytest.mark.slow  # a Spark session: the slow tier
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_spark_reads_a_raw_files_dates_and_missing_spellings_as_numpy_does(tmp_path):
+    pytest.importorskip("pyspark")
+    path = _raw_admissions(tmp_path / "admissions.csv")
+    release_with("numpy", path, tmp_path / "numpy")
+    release_with("spark", path, tmp_path / "spark", spark_master="local[2]")
+    written = [(tmp_path / e / "synthetic.csv").read_bytes() for e in ("numpy", "spark")]
+    assert written[0] == written[1]

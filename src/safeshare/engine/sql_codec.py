@@ -81,7 +81,18 @@ class Dialect:
     days_template: str = "(epoch_us({x}) / 86400000000.0)"
     number_guard: str | None = None
     match_template: str = "{x} RLIKE {pattern}"
-    strptime_template: str | None = None  # text in a strftime layout to a timestamp, else NULL
+    strptime_template: str | None = None  # text in a date layout to a timestamp, else NULL
+    java_layouts: bool = False  # the layout in Java's letters (Spark), not strftime codes
+
+    def strptime(self, text: str, date_format: str) -> str | None:
+        """``text`` read in the strftime layout ``date_format`` as a timestamp (NULL where it
+        does not read), or None where this engine cannot."""
+        if self.strptime_template is None:
+            return None
+        layout = _java_layout(date_format) if self.java_layouts else date_format.replace("%-", "%")
+        if layout is None:
+            return None
+        return self.strptime_template.format(x=text, layout=self.text(layout))
 
     def ident(self, name: str) -> str:
         """A quoted identifier."""
@@ -128,7 +139,33 @@ SPARK = Dialect(
         " / 86400000000.0D)"
     ),
     number_guard="[0-9.][dDfF]$|[xX]",
+    strptime_template="CAST(try_to_timestamp({x}, {layout}) AS TIMESTAMP_NTZ)",
+    java_layouts=True,
 )
+
+_JAVA_LETTERS = {"Y": "yyyy", "y": "yy", "m": "M", "d": "d", "H": "H", "M": "m", "S": "s"}
+
+
+def _java_layout(date_format: str) -> str | None:
+    """A strftime layout in the letters of Java's (Spark's) parser, one-letter fields reading
+    one or two digits: ``%d/%m/%Y`` is ``d/M/yyyy`` (None for a code it does not translate).
+
+    >>> _java_layout("%Y-%m-%dT%H:%M:%S"), _java_layout("%d %b %Y")
+    ("yyyy-M-d'T'H:m:s", None)
+    """
+    out, i = [], 0
+    while i < len(date_format):
+        if date_format[i] == "%":
+            code = date_format[i + 1 : i + 3].lstrip("-")[:1]
+            i += 3 if date_format[i + 1 : i + 2] == "-" else 2
+            if code not in _JAVA_LETTERS:
+                return None
+            out.append(_JAVA_LETTERS[code])
+        else:
+            char = date_format[i]
+            out.append(f"'{char}'" if char.isalpha() else char)
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -208,11 +245,9 @@ def number_sql(
         else:
             text = text_sql(raw, missing_tokens)
             stamp = f"TRY_CAST({text} AS {dialect.timestamp_type})"
-            if date_format and dialect.strptime_template:
-                layout = dialect.text(date_format.replace("%-", "%"))
-                stamp = (
-                    f"coalesce({dialect.strptime_template.format(x=text, layout=layout)}, {stamp})"
-                )
+            read = dialect.strptime(text, date_format) if date_format else None
+            if read is not None:
+                stamp = f"coalesce({read}, {stamp})"
         return dialect.days(stamp)
     text = text_sql(raw, missing_tokens)
     value = f"CAST({x} AS DOUBLE)" if raw.is_number else dialect.try_double(text)
