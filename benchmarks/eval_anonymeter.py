@@ -108,8 +108,7 @@ def prepare(adult: Path, folder: Path, rows: int, seed: int) -> dict[str, Path]:
             [["" if v == "?" else v for v in r] for r in parts["control"][: rows // 4]]
         )
     paths["k=5"] = five_anonymous(paths["train"], folder)
-    for name in ("train", "control"):
-        paths[f"{name} recoded"] = recoded(paths[name], paths["k=5"], paths, folder)
+    paths.update(recoded(paths, "k=5", folder))
     return paths
 
 
@@ -131,9 +130,9 @@ def five_anonymous(train: Path, folder: Path) -> Path:
     return path
 
 
-def recoded(table: Path, release: Path, paths: dict[str, Path], folder: Path) -> Path:
-    """``table`` with each quasi-identifier's value written as the release's cell holding it
-    (``*`` where none does)."""
+def recoded(paths: dict[str, Path], release: str, folder: Path) -> dict[str, Path]:
+    """Train and control with each quasi-identifier's value written as the ``release``'s cell
+    holding it (``*`` where none does), as ``train recoded`` and ``control recoded``."""
     import numpy as np
     import pandas as pd
 
@@ -141,18 +140,21 @@ def recoded(table: Path, release: Path, paths: dict[str, Path], folder: Path) ->
     from safeshare.evaluate.generalized import cell_sets
     from safeshare.release.evaluation import evaluation_domain
 
-    domain, _ = evaluation_domain(read_frame(paths["train"]), read_frame(paths["control"]))
-    frame = pd.read_csv(table, dtype=str, keep_default_na=False)
-    written = pd.read_csv(release, dtype=str, keep_default_na=False)
-    codes = encode_frame(read_frame(table), domain)[0]
-    for column in QUASI_IDENTIFIERS:
-        cells = sorted(set(written[column]) - {"*"})
-        sets = cell_sets(pd.DataFrame({column: cells}), domain.project([column]))
-        masks = sets.masks[column][sets.rows[column]][:, codes.column(column)]
-        frame[column] = np.where(masks.any(axis=0), np.array(cells)[masks.argmax(axis=0)], "*")
-    path = folder / f"{table.stem}_recoded.csv"
-    frame.to_csv(path, index=False)
-    return path
+    tables = {name: read_frame(paths[name]) for name in ("train", "control")}
+    domain, _ = evaluation_domain(tables["train"], tables["control"])
+    written = pd.read_csv(paths[release], dtype=str, keep_default_na=False)
+    cells = {c: sorted(set(written[c]) - {"*"}) for c in QUASI_IDENTIFIERS}
+    sets = {c: cell_sets(pd.DataFrame({c: v}), domain.project([c])) for c, v in cells.items()}
+    out = {}
+    for name, table in tables.items():
+        frame = pd.read_csv(paths[name], dtype=str, keep_default_na=False)
+        codes = encode_frame(table, domain)[0]
+        for c in QUASI_IDENTIFIERS:
+            masks = sets[c].masks[c][sets[c].rows[c]][:, codes.column(c)]
+            frame[c] = np.where(masks.any(axis=0), np.array(cells[c])[masks.argmax(axis=0)], "*")
+        out[f"{name} recoded"] = folder / f"{name}_recoded.csv"
+        frame.to_csv(out[f"{name} recoded"], index=False)
+    return out
 
 
 # each case: the release, the control set, whether the release holds generalized values, and

@@ -354,7 +354,7 @@ class EngineInput(ClosesOnExit):
         self._settings = settings
         self._order: RowOrder | None = None
         self.n_holdout = 0
-        self._discovery: pd.DataFrame | None = None
+        self._discovery: tuple[pd.DataFrame, pd.DataFrame] | None = None
         self._thresholds: dict[int, int] = {}
 
     @classmethod
@@ -422,12 +422,17 @@ class EngineInput(ClosesOnExit):
     def discovery_spellings(self) -> pd.DataFrame | None:
         # as the numpy engine gives them, so that discovery counts (and draws noise for) the
         # same cells whichever engine reads the file
-        written = self.source.frame(self._train_sample(SAMPLE_ROWS), as_written=True)
-        return split_missing(written, self.source.missing_values)[1]
+        return self._discovery_rows()[1]
 
     def discovery_frame(self) -> pd.DataFrame:
+        return self._discovery_rows()[0]
+
+    def _discovery_rows(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The discovery sample (missing tokens as NA) and its missing values' spellings, from
+        one read of the rows as the file writes them."""
         if self._discovery is None:
-            self._discovery = self.source.frame(self._train_sample(SAMPLE_ROWS))
+            written = self.source.frame(self._train_sample(SAMPLE_ROWS), as_written=True)
+            self._discovery = split_missing(written, self.source.missing_values)
         return self._discovery
 
     def encode(self, domain: Domain) -> Parts:
