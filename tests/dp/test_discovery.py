@@ -8,6 +8,7 @@ from safeshare.data import Domain, Kind, Table
 from safeshare.dp import Randomness, Target, plan_discovery
 from safeshare.dp.discovery import gaussian_tail_bound, numeric_grid
 from safeshare.dp.events import ThresholdedGaussianEvent
+from safeshare.errors import BudgetError
 
 
 @pytest.mark.parametrize(("sigma", "k"), [(1.0, 3), (5.0, 20), (37.5, 200), (2.0, 0)])
@@ -108,12 +109,13 @@ def test_a_range_no_single_cell_shows_starts_at_the_blocks_that_do() -> None:
     # 40 records at each age 17..90 on a 1,100-cell grid, noise sigma 30: no cell clears its
     # threshold (~156), but the 32-cell blocks [32, 64) and [64, 96) clear theirs (~907),
     # so the range spans them whole instead of one noisy cell; the 64-cell block [0, 64)
-    # overlapping it clears too and takes it down to where that block holds 90% of its mass
+    # overlapping it clears too, its part below 32 holds more than noise, and the range goes
+    # down to where that part holds 90% of its mass
     counts = np.zeros(1_100)
     counts[17:91] = 40.0
     sigma = 30.0
     assert counts.max() < occupied_threshold(len(counts), sigma)
-    assert occupied_range(counts, sigma) == (21, 95)
+    assert occupied_range(counts, sigma) == (18, 95)
     # pure noise still shows nothing (the blocks share the false-occupancy chance)
     empty = [
         occupied_range(np.random.default_rng(s).normal(0, sigma, 1_100), sigma) for s in range(50)
@@ -185,24 +187,103 @@ def test_a_point_mass_is_a_bin_of_its_own_and_the_tail_keeps_the_other_bins() ->
     assert len(edges) - 2 >= 12  # the tail's 10% is cut into most of the other bins
 
 
-def test_a_starved_table_hears_the_least_epsilon_that_would_feed_it():
-    """Two columns of 300 records, too few for the noise at this budget: one line names them
-    and, for the categorical one, an epsilon estimated from its noisy counts; at that epsilon
-    (here, the rho that scales the noise down as much, with a margin) its categories show."""
+def test_a_starved_table_hears_what_a_category_needs_from_public_figures_alone():
+    """Two columns of 300 records, too few for the noise at this budget: one line names them,
+    the threshold in records and the epsilon at which a category holding 5% of the records
+    shows; at that epsilon (with a margin) such a category does show.  The line depends on the
+    plan and the record count only: two tables of 300 records whose values differ (so their
+    counts under the threshold differ) hear the same line, as the threshold's delta needs."""
     from dataclasses import replace
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
-        {"city": rng.choice(["London", "Paris"], 300), "age": rng.integers(20, 60, 300)}
+        {
+            "city": rng.choice(["London", "Paris", "Rome"], 300, p=[0.46, 0.46, 0.08]),
+            "age": rng.integers(20, 60, 300),
+        }
     )
+    unique = pd.DataFrame({"city": [f"c{i}" for i in range(300)], "age": np.arange(300)})
     targets = [Target("city", Kind.CATEGORICAL), Target("age", Kind.NUMERIC, integer=True)]
     starved = replace(plan_discovery(targets, rho=0.0005, delta=1e-9), epsilon=1.0)
     found = starved.run(frame, Randomness(1))
     assert found.columns[0].categories == () and [c.name for c in found.columns] == ["city"]
     line = found.notes[-1]
     assert line.startswith("2 column(s) found nothing") and "('age', 'city')" in line
-    least = float(line.split("--epsilon ")[1].split(" ")[0])
-    assert least > 1.0 and "the categories of 'city'" in line
-    fed = plan_discovery(targets, rho=0.0005 * (1.5 * least) ** 2, delta=1e-9)
+    assert f"about {starved.threshold} records hold it" in line, line
+    assert line == starved.run(unique, Randomness(2)).notes[-1]
+    fed = float(line.split("--epsilon ")[1].split(". ")[0])
+    assert fed > 1.0 and "the categories of 'city'" in line
+    richer = plan_discovery(targets, rho=0.0005 * (1.5 * fed) ** 2, delta=1e-9)
     for seed in range(5):
-        assert fed.run(frame, Randomness(seed)).columns[0].categories == ("London", "Paris")
+        assert richer.run(frame, Randomness(seed)).columns[0].categories == (
+            "London",
+            "Paris",
+            "Rome",
+        )
+
+
+def test_a_point_mass_cannot_stretch_the_range_over_empty_cells() -> None:
+    """96% of the records at 0 and a thin tail on 1-19, under heavy noise: a block that clears
+    on the zeros alone must not stretch the range below 0 (it did in 19 of 40 draws, to -240:
+    counts of -66 written for a count that is never negative); only blocks outside the range
+    found so far count (0 of 400 draws stretch now)."""
+    rng = np.random.default_rng(0)
+    values = np.where(rng.random(5771) < 0.96, 0, rng.integers(1, 20, 5771))
+    plan = plan_discovery(
+        [Target("count", Kind.NUMERIC, integer=True)], rho=1 / (2 * 125**2), delta=1e-9
+    )
+    frame = pd.DataFrame({"count": values})
+    lows = [plan.run(frame, Randomness(seed)).columns[0].bounds[0] for seed in range(40)]
+    assert min(lows) == 0.0
+
+
+def test_a_second_round_is_planned_as_one_total_and_the_costs_add_up() -> None:
+    """Half of rho and delta go evenly to the first round; the second round is one event of the
+    other half, fixed before any data is read, whoever shares it."""
+    from safeshare.dp.events import ZCDPEvent
+
+    targets = [Target("a", Kind.CATEGORICAL), Target("n", Kind.NUMERIC, integer=True)]
+    plan = plan_discovery(targets, rho=0.4, delta=1e-8, first_share=0.5)
+    *first, second = plan.events
+    assert [e.rho for e in first] == pytest.approx([0.1, 0.1])
+    assert isinstance(second, ZCDPEvent) and second.rho == pytest.approx(0.2)
+    assert math.fsum(e.rho for e in plan.events) == pytest.approx(0.4)
+    assert plan.delta <= 1e-8 and second.delta == pytest.approx(5e-9)
+    with pytest.raises(BudgetError, match="first round"):
+        plan_discovery(targets, rho=0.4, delta=1e-8, first_share=0.0)
+
+
+def test_a_short_column_gets_the_budget_the_easy_ones_leave() -> None:
+    """Nine yes/no columns clear in the first round; the tenth, whose categories hold 6% of
+    the records each, is short and alone shares the second round: its categories show in
+    most draws, where one round at the same total budget keeps almost none of them."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"flag{i}": rng.choice(["yes", "no"], 3_000) for i in range(9)})
+    frame["city"] = rng.choice([f"city{i}" for i in range(16)], 3_000)
+    targets = [Target(name, Kind.CATEGORICAL) for name in frame.columns]
+    kept = {}
+    for share in (1.0, 0.5):
+        plan = plan_discovery(targets, rho=0.003, delta=1e-9, first_share=share)
+        runs = [plan.run(frame, Randomness(seed)).columns for seed in range(6)]
+        assert all(len(columns[0].categories) == 2 for columns in runs)
+        kept[share] = np.mean([len(columns[-1].categories) for columns in runs])
+    assert kept[1.0] <= 3 and kept[0.5] >= 12, kept
+
+
+def test_the_combined_threshold_keeps_values_of_one_record_out() -> None:
+    """The second round's threshold is set by a sub-Gaussian tail bound on the precision-
+    weighted mean of two discrete Gaussians: on 40,000 values held by one record each, the
+    share that clears it at delta 0.01 stays under 0.01, and so does the bound's own check."""
+    from safeshare.dp.discovery import combined_threshold
+
+    rand = Randomness(3)
+    first, second = 3.0, 2.0
+    ones = np.ones(40_000)
+    a = ones + rand.discrete_gaussian(first, ones.size)
+    b = ones + rand.discrete_gaussian(second, ones.size)
+    weight = second**2 / (first**2 + second**2)
+    mean = weight * a + (1 - weight) * b
+    sigma = first * second / math.sqrt(first**2 + second**2)
+    threshold = combined_threshold(sigma, 0.01)
+    assert (mean >= threshold).mean() < 0.01
+    assert (mean >= threshold - 2 * sigma).mean() > 0.01  # the bound is not vacuous

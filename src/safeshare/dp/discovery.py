@@ -16,6 +16,8 @@ category *is* a person).  Here every fact costs budget and is itemized:
   range of at most 128 values keeps one code per value, otherwise bins of roughly equal
   mass are read off the same noisy histograms, which decoding then follows inside each
   bin (post-processing, no extra cost).
+* **budget by need** (``first_share`` < 1): the rest of the budget is a second round, fixed
+  in advance, shared by the columns the first round left short and averaged with it.
 
 Plan first (costs are known before data is read), then run:
 
@@ -42,7 +44,7 @@ import pandas as pd
 
 from safeshare.data.codec import as_numbers, singleton_edges
 from safeshare.data.domain import Column, Kind, Role, day_number
-from safeshare.dp.events import PrivacyEvent, ThresholdedGaussianEvent
+from safeshare.dp.events import PrivacyEvent, ThresholdedGaussianEvent, ZCDPEvent
 from safeshare.dp.mechanisms import GaussianMechanism
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError
@@ -53,7 +55,11 @@ MAX_SINGLETON_INTEGERS = 128  # integer ranges this short keep one code per valu
 UNIT_CELLS_UP_TO = 1024  # integers up to this size are counted one cell per value
 FALSE_OCCUPANCY = 1e-4  # the chance that noise alone makes a range reach an empty cell
 GROWN_SHARE = 0.9
+BEYOND_NOISE = 3.5  # deviations the part of a clearing block outside the range must stand above 0
 MAX_CELLS = 4096  # the finer histogram kept for decoding, at most this many cells
+SATISFIED = 0.95  # a first round that keeps this share of a column's records needs no second
+SECOND_ROUND = "domain, second round (shared by the columns the first left short)"
+FED_SHARE = 0.05  # the share of the records a category holds in the starved-column estimate
 BELOW_NOISE = "no part of its range stands above the discovery noise at this budget"
 
 
@@ -82,7 +88,12 @@ class DiscoveryResult:
 
 @dataclass(frozen=True)
 class DiscoveryPlan:
-    """What discovery will measure and spend; :meth:`run` does it."""
+    """What discovery will measure and spend; :meth:`run` does it.
+
+    The first round measures every target at ``sigma``; a second round of ``second_rho``
+    (and ``second_delta`` for its thresholds), when planned, is shared by the targets the
+    first left short (:meth:`run`): its total is fixed before any data is read, how it is
+    split is decided from the first round's released results."""
 
     targets: tuple[Target, ...]
     sigma: float
@@ -90,6 +101,8 @@ class DiscoveryPlan:
     tail: float
     max_categories: int = MAX_CATEGORIES
     epsilon: float | None = None  # the release's, to say how much more a starved column needs
+    second_rho: float = 0.0
+    second_delta: float = 0.0
 
     @property
     def delta(self) -> float:
@@ -101,89 +114,145 @@ class DiscoveryPlan:
         events: list[PrivacyEvent] = []
         for target in self.targets:
             label = f"domain of {target.name!r}"
-            if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
+            if _is_categorical(target):
                 events.append(
                     ThresholdedGaussianEvent(self.sigma, 1.0, label, self.threshold, self.tail)
                 )
             else:
-                events.append(self._mechanism(target).event)
+                events.append(self._mechanism(target, self.sigma).event)
+        if self.second_rho > 0:
+            events.append(ZCDPEvent(self.second_rho, SECOND_ROUND, self.second_delta))
         return events
 
-    def _mechanism(self, target: Target) -> GaussianMechanism:
+    @staticmethod
+    def _mechanism(target: Target, sigma: float) -> GaussianMechanism:
         """The noise on a target's counts.  A numeric or date column measured at two
         resolutions (:func:`_coarse_grid`) puts each record in one cell of each histogram:
         sensitivity sqrt(2), noise sqrt(2) x sigma, the same cost as one histogram."""
         label = f"domain of {target.name!r}"
         if not _two_resolutions(target):
-            return GaussianMechanism(self.sigma, 1.0, label)
-        return GaussianMechanism(self.sigma * math.sqrt(2), math.sqrt(2), label)
+            return GaussianMechanism(sigma, 1.0, label)
+        return GaussianMechanism(sigma * math.sqrt(2), math.sqrt(2), label)
 
     def run(
         self, frame: pd.DataFrame, rand: Randomness, spellings: Spellings | None = None
     ) -> DiscoveryResult:
         """The columns the plan finds in ``frame``; with ``spellings``, a categorical column
-        also learns how the input writes a missing value (:class:`Spellings`)."""
-        columns: list[Column] = []
-        notes: list[str] = []
-        starved: dict[str, float | None] = {}  # found nothing: its largest count's share
-        for target in self.targets:
-            mechanism = self._mechanism(target)
-            column: Column | None
-            if target.kind in (Kind.CATEGORICAL, Kind.ORDINAL):
-                spelled = spellings.of(frame[target.name]) if spellings is not None else None
-                column, note, clearance = self._categories(
-                    frame[target.name], target, mechanism, rand, spelled
-                )
-            else:
-                column, note = _bins(frame[target.name], target, mechanism, rand)
-                clearance = None
-            if column is not None:
-                columns.append(column)
-            if note:
-                notes.append(note)
-            if column is None or (column.is_categorical and not column.categories):
-                starved[target.name] = clearance
+        also learns how the input writes a missing value (:class:`Spellings`).
+
+        With a second round (:attr:`second_rho`), the columns the first round left short
+        share it: each is counted again and its two noisy histograms are averaged by their
+        precision, so a column that needs it gets the budget the easy ones leave.  A
+        categorical column is short when its kept categories and missing values hold under
+        :data:`SATISFIED` of the records (sex or a yes/no flag is not); a numeric or date
+        column always is (a range's need cannot be read off its noisy cells: the sum over
+        hundreds of them is mostly noise)."""
+        counts = [
+            self._measure(target, frame, rand, spellings, self.sigma) for target in self.targets
+        ]
+        thresholds = [float(self.threshold)] * len(counts)
+        found = [self._found(c, self.threshold) for c in counts]
+        if self.second_rho > 0:
+            short = [
+                i for i, c in enumerate(counts) if not self._satisfied(c, found[i][0], len(frame))
+            ]
+            short = short or list(range(len(counts)))  # nobody short: every column gains
+            sigma = math.sqrt(len(short) / (2 * self.second_rho))
+            categorical = max(1, sum(_is_categorical(self.targets[i]) for i in short))
+            for i in short:
+                again = self._measure(self.targets[i], frame, rand, spellings, sigma)
+                counts[i] = counts[i].combined(again)
+                if _is_categorical(self.targets[i]):
+                    share = self.second_delta / categorical
+                    thresholds[i] = combined_threshold(counts[i].sigma, share)
+                found[i] = self._found(counts[i], thresholds[i])
+        columns = [column for column, _ in found if column is not None]
+        notes = [note for _, note in found if note]
+        starved = [
+            (c, threshold)
+            for c, threshold, (column, _) in zip(counts, thresholds, found, strict=True)
+            if column is None or (column.is_categorical and not column.categories)
+        ]
         if starved:
-            notes.append(self._starved(starved))
+            notes.append(self._starved(starved, len(frame)))
         return DiscoveryResult(columns, notes)
 
-    def _starved(self, starved: dict[str, float | None]) -> str:
-        """One line on the columns discovery found nothing in and, for the categorical ones,
-        the least epsilon at which their largest noisy counts would clear the threshold (post-
-        processing of those counts: an estimate; a numeric column's largest noisy cell among
-        thousands is mostly noise, so none is given for it), or a schema."""
+    def _measure(
+        self,
+        target: Target,
+        frame: pd.DataFrame,
+        rand: Randomness,
+        spellings: Spellings | None,
+        sigma: float,
+    ) -> _Counts:
+        """One target's noisy counts at noise ``sigma`` (sqrt(2) x for two resolutions)."""
+        values, mechanism = frame[target.name], self._mechanism(target, sigma)
+        if _is_categorical(target):
+            exact = values.dropna().astype("string").str.strip().value_counts(sort=False)
+            # one histogram: each record is in one cell, a value's or its missing spelling's
+            tokens = spellings.of(values) if spellings is not None else pd.Series(dtype=np.int64)
+            both = np.concatenate([exact.to_numpy(), tokens.to_numpy()])
+            noisy = mechanism.release(both, rand).astype(float)
+            return _Counts(target, noisy, mechanism.sigma, exact.index, tokens.index)
+        grid, coarse = _grid(target), _coarse_grid(target)
+        numbers = as_numbers(values, target.name, target.kind, date_format=target.date_format)
+        numbers = numbers[~np.isnan(numbers)]
+        histogram = _histogram(numbers, grid)
+        if coarse is not None:
+            histogram = np.concatenate([histogram, _histogram(numbers, coarse)])
+        return _Counts(target, mechanism.release(histogram, rand).astype(float), mechanism.sigma)
+
+    def _found(self, counts: _Counts, threshold: float) -> tuple[Column | None, str | None]:
+        if _is_categorical(counts.target):
+            return self._categories(counts, threshold)
+        return _bins(counts)
+
+    def _satisfied(self, counts: _Counts, column: Column | None, records: int) -> bool:
+        """Whether a first-round categorical result needs no more budget, read from what it
+        released: the categories kept and their noisy counts, the missing spellings' counts."""
+        if column is None or not column.is_categorical:
+            return False
+        if len(column.categories) >= self.max_categories:
+            return True
+        kept = counts.keys.astype("string").isin(list(column.categories))
+        held = counts.noisy[: len(counts.keys)][kept].sum() + counts.noisy[len(counts.keys) :].sum()
+        return bool(held >= SATISFIED * records)
+
+    def _starved(self, starved: list[tuple[_Counts, float]], records: int) -> str:
+        """One line on the columns discovery found nothing in and, where some are categorical,
+        what a category needs to be kept: the threshold in records and the epsilon at which
+        one held by :data:`FED_SHARE` of the records would clear it.  Only public figures
+        enter it (the plan, the thresholds and the record count, which the card reports as
+        exact): counts below a threshold are never read, as the threshold's delta requires."""
         line = (
             f"{len(starved)} column(s) found nothing above the discovery noise at this budget "
-            f"({_listed(starved)})"
+            f"({_listed(c.target.name for c, _ in starved)})"
         )
-        known = {n: r for n, r in starved.items() if r is not None and r > 0}
-        if self.epsilon is not None and known:
-            # noise falls as 1 / epsilon (nearly: exactly as 1 / sqrt(rho)), thresholds with it
-            least = self.epsilon / min(known.values())
+        categorical = [(c, t) for c, t in starved if _is_categorical(c.target)]
+        if categorical and records > 0:
+            threshold = max(t for _, t in categorical)
+            least = min(t for _, t in categorical)
+            single = round(least) == round(threshold)
+            held = f"{threshold:.0f}" if single else f"{least:.0f}-{threshold:.0f}"
+            share = f"{threshold / records:.1%}" if single else f"up to {threshold / records:.1%}"
             line += (
-                f"; at --epsilon {least:.2g} or more the categories of {_listed(known)} would "
-                "clear it (an estimate from their noisy counts)"
+                f"; a category is kept once about {held} records hold it "
+                f"({share} of the {records} read)"
             )
+            if self.epsilon is not None:
+                # noise and threshold fall about as 1 / epsilon (exactly as 1 / sqrt(rho))
+                fed = self.epsilon * threshold / (FED_SHARE * records)
+                line += (
+                    f", so the categories of {_listed(c.target.name for c, _ in categorical)} "
+                    f"that hold {FED_SHARE:.0%} of the records or more show from --epsilon "
+                    f"{fed:.2g}"
+                )
         return line + ". A schema that declares their categories or min and max costs nothing"
 
-    def _categories(
-        self,
-        values: pd.Series,
-        target: Target,
-        mechanism: GaussianMechanism,
-        rand: Randomness,
-        spelled: pd.Series | None,
-    ) -> tuple[Column, str | None, float | None]:
-        counts = values.dropna().astype("string").str.strip().value_counts(sort=False)
-        # one histogram: each record is in one cell, a value's or its missing spelling's
-        tokens = spelled if spelled is not None else pd.Series(dtype=float)
-        noisy_all = mechanism.release(np.concatenate([counts.to_numpy(), tokens.to_numpy()]), rand)
-        noisy, noisy_tokens = noisy_all[: len(counts)], noisy_all[len(counts) :]
-        kept = [
-            (int(c), str(v))
-            for v, c in zip(counts.index, noisy, strict=True)
-            if c >= self.threshold
-        ]
+    def _categories(self, counts: _Counts, threshold: float) -> tuple[Column, str | None]:
+        target, values = counts.target, counts.keys
+        noisy, noisy_tokens = counts.noisy[: len(values)], counts.noisy[len(values) :]
+        kept = [(float(c), str(v)) for v, c in zip(values, noisy, strict=True) if c >= threshold]
         note = None
         if len(kept) > self.max_categories:
             kept = sorted(kept, reverse=True)[: self.max_categories]
@@ -196,12 +265,43 @@ class DiscoveryPlan:
                 "all its values map to '(other)'. Declare its categories in a schema to keep them"
             )
         categories = tuple(sorted(v for _, v in kept))
-        label = _missing_label(tokens.index, noisy_tokens, mechanism.sigma)
+        label = _missing_label(counts.tokens, noisy_tokens, counts.sigma)
         column = Column(
             target.name, target.kind, target.role, categories=categories, missing_label=label
         )
-        clearance = None if kept else float(noisy.max(initial=0)) / self.threshold
-        return column, note, clearance
+        return column, note
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """One target's noisy counts and their noise's standard deviation: a categorical column's
+    values present (``keys``) then its missing spellings (``tokens``); a numeric or date
+    column's fine grid then its coarse one."""
+
+    target: Target
+    noisy: np.ndarray
+    sigma: float
+    keys: pd.Index = field(default_factory=lambda: pd.Index([]))
+    tokens: pd.Index = field(default_factory=lambda: pd.Index([]))
+
+    def combined(self, again: _Counts) -> _Counts:
+        """The precision-weighted mean of two measurements of the same cells (post-processing
+        of both): noise sd sigma1 sigma2 / sqrt(sigma1^2 + sigma2^2)."""
+        first, second = self.sigma**2, again.sigma**2
+        noisy = (self.noisy * second + again.noisy * first) / (first + second)
+        return replace(self, noisy=noisy, sigma=math.sqrt(first * second / (first + second)))
+
+
+def _is_categorical(target: Target) -> bool:
+    return target.kind in (Kind.CATEGORICAL, Kind.ORDINAL)
+
+
+def combined_threshold(sigma: float, delta: float) -> float:
+    """The threshold a precision-weighted mean of discrete Gaussian counts with noise sd
+    ``sigma`` must clear so that a value held by one record clears it with probability at
+    most ``delta``: a weighted sum of discrete Gaussians is sub-Gaussian with that sd
+    (Canonne, Kamath & Steinke 2020), so P(1 + noise >= t) <= exp(-(t - 1)^2 / (2 sigma^2))."""
+    return 1.0 + sigma * math.sqrt(2 * math.log(1 / delta))
 
 
 @dataclass(frozen=True)
@@ -248,22 +348,35 @@ def _missing_label(tokens: pd.Index, noisy: np.ndarray, sigma: float) -> str:
 
 
 def plan_discovery(
-    targets: list[Target], rho: float, delta: float, max_categories: int = MAX_CATEGORIES
+    targets: list[Target],
+    rho: float,
+    delta: float,
+    max_categories: int = MAX_CATEGORIES,
+    first_share: float = 1.0,
 ) -> DiscoveryPlan:
-    """Split ``rho`` evenly over the targets; ``delta`` covers the categorical thresholds."""
+    """Split ``first_share`` of ``rho`` (and of ``delta``, which covers the categorical
+    thresholds) evenly over the targets; the rest is the second round's, shared by the
+    targets the first leaves short (:meth:`DiscoveryPlan.run`)."""
     if not targets:
         return DiscoveryPlan((), 1.0, 1, 0.0, max_categories)
     if rho <= 0:
         raise BudgetError("domain discovery needs a positive share of the budget")
-    sigma = math.sqrt(len(targets) / (2 * rho))
-    n_categorical = sum(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
+    if not 0 < first_share <= 1:
+        raise BudgetError(f"the first round's share must be in (0, 1], got {first_share}")
+    sigma = math.sqrt(len(targets) / (2 * rho * first_share))
+    n_categorical = sum(_is_categorical(t) for t in targets)
     threshold, tail = 1, 0.0
     if n_categorical:
         if not 0 < delta < 1:
             raise BudgetError("discovering categories needs a positive delta for its threshold")
-        k = _threshold_offset(sigma, delta / n_categorical)
+        k = _threshold_offset(sigma, delta * first_share / n_categorical)
         threshold, tail = k + 1, gaussian_tail_bound(k, sigma)
-    return DiscoveryPlan(tuple(targets), sigma, threshold, tail, max_categories)
+    second_rho = rho * (1 - first_share)
+    second_delta = delta * (1 - first_share) if n_categorical else 0.0
+    return DiscoveryPlan(
+        tuple(targets), sigma, threshold, tail, max_categories,
+        second_rho=second_rho, second_delta=second_delta,
+    )  # fmt: skip
 
 
 def gaussian_tail_bound(k: int, sigma: float) -> float:
@@ -332,9 +445,10 @@ def occupied_range(noisy: np.ndarray, sigma: float) -> tuple[int, int] | None:
     is, it spans the smallest aligned blocks that clear as below, whole).  It then
     takes in every aligned block of 2, 4, 8, ... cells reaching outside it whose noisy sum clears
     the threshold scaled by the square root of the block's length - a tail spread thin over
-    many cells (capital gains, long hours) shows in a block before it shows in any cell -
-    up to the cell where that block reaches :data:`GROWN_SHARE` of its noisy mass.  The
-    blocks of all sizes share the false-occupancy chance.
+    many cells (capital gains, long hours) shows in a block before it shows in any cell - and
+    whose part outside the range holds more than noise, up to the cell where that part reaches
+    :data:`GROWN_SHARE` of its noisy mass.  The blocks of all sizes share the false-occupancy
+    chance.
     """
     occupied = np.flatnonzero(noisy >= occupied_threshold(len(noisy), sigma))
     size = 2
@@ -347,13 +461,23 @@ def occupied_range(noisy: np.ndarray, sigma: float) -> tuple[int, int] | None:
             return None
         clear = _clearing_blocks(noisy, size, sigma)  # whole blocks: where in them is noise
         first, last = int(clear[0]) * size, int(clear[-1]) * size + size - 1
+    cumulative = np.concatenate([[0.0], np.cumsum(noisy, dtype=float)])
+
+    def beyond_noise(start: int, stop: int) -> bool:
+        """Whether the cells ``[start, stop)`` outside the range found so far hold more than
+        noise: a block that clears on a point mass already inside the range (96% of counts
+        at 0) must not stretch the range over empty cells."""
+        total = cumulative[stop] - cumulative[start]
+        return stop > start and total >= BEYOND_NOISE * sigma * math.sqrt(stop - start)
+
     while size <= len(noisy):
         for block in _clearing_blocks(noisy, size, sigma):
             start, stop = int(block) * size, int(block) * size + size
-            if stop - 1 > last:  # reaching beyond the top: to most of the block's mass
-                last = max(last, _top_of(noisy, start, stop))
-            if start < first:  # below the bottom, the same from the other side
-                first = min(first, _bottom_of(noisy, start, stop))
+            above, below = (max(start, last + 1), stop), (start, min(stop, first))
+            if beyond_noise(*above):  # a tail beyond the top: to most of that part's mass
+                last = max(last, _top_of(noisy, *above))
+            if beyond_noise(*below):  # below the bottom, the same from the other side
+                first = min(first, _bottom_of(noisy, *below))
         size *= 2
     return first, last
 
@@ -377,9 +501,7 @@ def _bottom_of(noisy: np.ndarray, start: int, stop: int) -> int:
     return stop - 1 - int(np.argmax(from_top >= GROWN_SHARE * from_top[-1]))
 
 
-def _bins(
-    values: pd.Series, target: Target, mechanism: GaussianMechanism, rand: Randomness
-) -> tuple[Column | None, str | None]:
+def _bins(counts: _Counts) -> tuple[Column | None, str | None]:
     """The column's bounds and bins from its noisy histograms; None (and a note) where no part
     of the range stands above the noise: a range picked from noise would clip every value
     into it, so the column is not released.
@@ -388,22 +510,16 @@ def _bins(
     (one cell per integer, per month) keeps point masses, the coarse one (log-linear, years)
     finds a range spread too thin for any fine cell or block, and its totals rescale the fine
     histogram inside it (post-processing of the same measurement)."""
+    target = counts.target
     grid, coarse = _grid(target), _coarse_grid(target)
-    numbers = as_numbers(values, target.name, target.kind, date_format=target.date_format)
-    numbers = numbers[~np.isnan(numbers)]
-    counts = _histogram(numbers, grid)
-    if coarse is None:
-        noisy, noisy_coarse = mechanism.release(counts, rand), None
-    else:
-        both = mechanism.release(np.concatenate([counts, _histogram(numbers, coarse)]), rand)
-        noisy, noisy_coarse = both[: len(counts)], both[len(counts) :]
+    noisy, noisy_coarse = counts.noisy[: len(grid) - 1], counts.noisy[len(grid) - 1 :]
     found = _hull(
-        occupied_range(noisy, mechanism.sigma),
-        _on_grid(grid, coarse, noisy_coarse, mechanism.sigma),
+        occupied_range(noisy, counts.sigma),
+        _on_grid(grid, coarse, noisy_coarse if coarse is not None else None, counts.sigma),
     )
     if found is None:
         return None, (
-            f"column {target.name!r}: {BELOW_NOISE} (noise scale {mechanism.sigma:.0f} records); "
+            f"column {target.name!r}: {BELOW_NOISE} (noise scale {counts.sigma:.0f} records); "
             "it is left out of the release. Declare its min and max in a schema, or raise "
             "--epsilon"
         )
@@ -414,7 +530,7 @@ def _bins(
     if target.maximum is not None:
         hi = min(hi, target.maximum) if target.maximum > lo else target.maximum
     mass = np.maximum(noisy[first : last + 1], 0).astype(float)
-    if coarse is not None and noisy_coarse is not None:
+    if coarse is not None:
         mass = _rescaled(mass, grid[first : last + 1], coarse, noisy_coarse)
     edges = _equal_mass_edges(grid[first : last + 2], mass, target.max_bins, lo, hi)
     integer = target.integer or target.kind is Kind.DATETIME

@@ -155,10 +155,13 @@ class ZCDPEvent:
 
     rho_budget: float
     label: str = "zcdp"
+    delta_budget: float = 0.0  # the additive delta its thresholds may spend, in total
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rho_budget) and self.rho_budget > 0):
             raise BudgetError(f"{self.label}: rho must be positive, got {self.rho_budget}")
+        if not 0 <= self.delta_budget < 1:
+            raise BudgetError(f"{self.label}: delta must be in [0, 1), got {self.delta_budget}")
 
     @property
     def rho(self) -> float:
@@ -166,7 +169,7 @@ class ZCDPEvent:
 
     @property
     def delta(self) -> float:
-        return 0.0
+        return self.delta_budget
 
     @property
     def mechanism(self) -> str:
@@ -178,6 +181,8 @@ class ZCDPEvent:
         return dp_event.ZCDpEvent(self.rho_budget)
 
     def describe(self) -> dict[str, Any]:
+        if self.delta_budget:
+            return {"rho": self.rho_budget, "delta": self.delta_budget}
         return {"rho": self.rho_budget}
 
 
