@@ -5,11 +5,14 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from safeshare import PrivacyBudget, Schema, release
+from safeshare.data.row_order import RowOrder
 from safeshare.dp import Ledger
+from safeshare.dp.randomness import Randomness
 from safeshare.errors import (
     BudgetError,
     BudgetExceededError,
@@ -19,6 +22,7 @@ from safeshare.errors import (
     OutputExistsError,
     SchemaError,
 )
+from safeshare.evaluate.split import holdout_size
 from safeshare.release import Reading, SynthesisSettings
 from safeshare.report import REQUIRED_FIELDS
 
@@ -348,12 +352,45 @@ def nothing_spent_or_written(tmp_path: Path) -> bool:
     return not spent and not (tmp_path / "out").exists()
 
 
+def held_out(n: int, seed: int, fraction: float = 0.2) -> np.ndarray:
+    """The rows a release under ``seed`` holds out, drawn as the release draws them (the
+    test below fails, not passes, should the two ever drift apart)."""
+    order = RowOrder.draw(Randomness(seed).generator())
+    ranked = np.argsort(order.ranks(np.arange(n, dtype=np.int64)), kind="stable")
+    return np.sort(ranked[: holdout_size(n, fraction)])
+
+
+def test_the_holdout_does_not_shape_the_release(tmp_path):
+    """Column kinds are guessed from the training rows alone: two files that differ only in a
+    holdout row give the same release under the same seed.  Here that row repeats a record
+    number, which read with the rest kept the all-distinct column instead of dropping it."""
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "visit": np.arange(1000, 1000 + n),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.integers(30, 32, n),
+        }
+    )
+    holdout = held_out(n, seed=2)
+    train = np.setdiff1d(np.arange(n), holdout)
+    changed = frame.copy()
+    changed.loc[holdout[0], "visit"] = frame.loc[train[0], "visit"]
+    assert changed["visit"].nunique() == n - 1
+    released = []
+    for name, table in [("original", frame), ("changed", changed)]:
+        (tmp_path / name).mkdir()
+        result = release_table(tmp_path / name, table)
+        assert result.card["columns"]["visit"]["dropped"]
+        released.append((tmp_path / name / "out" / "synthetic.csv").read_bytes())
+    assert released[0] == released[1]
+
+
 def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(tmp_path):
     """400 incomes spread over three decades show in no cell or block above the noise at
     epsilon=1: the column is left out (card, warning) instead of clipped into a range the
     noise picked; the columns that show are released."""
-    import numpy as np
-
     rng = np.random.default_rng(5)
     n = 400
     frame = pd.DataFrame(
@@ -390,8 +427,6 @@ def test_a_stray_text_in_a_column_read_as_numbers_is_refused_by_name_and_count(t
 
 def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_do(tmp_path):
     """Discovery ran (and stays spent), but nothing is written."""
-    import numpy as np
-
     rng = np.random.default_rng(5)
     spread = {c: np.round(10 ** rng.uniform(3, 6, 400), 2) for c in ["income", "debt"]}
     with pytest.raises(BudgetError, match="no column's range stood above the discovery noise"):
@@ -402,8 +437,6 @@ def test_a_table_whose_every_range_stays_below_the_noise_is_refused_by_what_to_d
 def test_order_constraints_hold_in_every_released_record_by_any_method(tmp_path):
     """``order: [admitted, released]``: no record leaves before it arrives.  Without it the
     same release puts some departures first (dates drawn inside their bins independently)."""
-    import numpy as np
-
     rng = np.random.default_rng(0)
     admitted = pd.to_datetime("2013-01-01") + pd.to_timedelta(rng.integers(0, 700, 4000), "D")
     stay = pd.to_timedelta(rng.integers(0, 30, 4000), "D")

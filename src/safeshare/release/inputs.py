@@ -1,8 +1,9 @@
 """The sensitive table as a release reads it: in memory (numpy) or where it lies (DuckDB).
 
-A release needs the same few things of its input whichever engine holds it: a
-frame to decide each column's kind, the train rows for DP domain discovery, the
-train and holdout codes, and bounded samples to evaluate.  Rows are chosen by a
+A release needs the same few things of its input whichever engine holds it: the
+rows whose values are checked before the spend, the train rows that decide each
+column's kind and feed DP domain discovery (never the holdout, which measures the
+release), the train and holdout codes, and bounded samples to evaluate.  Rows are chosen by a
 keyed :class:`~safeshare.data.row_order.RowOrder` (the holdout is the rows of
 smallest rank, samples the next ones), so both inputs pick exactly the same rows and
 a release is identical - same counts, same noise under the same seed - whichever
@@ -118,8 +119,9 @@ class ReleaseInput(Protocol):
 
     def __len__(self) -> int: ...
 
-    def decision_frame(self) -> pd.DataFrame:
-        """The rows that decide column kinds: all rows, or (beyond SAMPLE_ROWS) the discovery sample."""
+    def checked_frame(self) -> pd.DataFrame:
+        """The rows whose values are checked before the spend: all rows, or (beyond SAMPLE_ROWS)
+        the discovery sample."""
         ...
 
     def split(self, holdout_fraction: float, order: RowOrder) -> tuple[int, int]:
@@ -127,7 +129,8 @@ class ReleaseInput(Protocol):
         ...
 
     def discovery_frame(self) -> pd.DataFrame:
-        """The train rows DP discovery reads (all, or a sample of SAMPLE_ROWS)."""
+        """The train rows column kinds are guessed from and DP discovery reads (all, or a sample
+        of SAMPLE_ROWS); never a holdout row."""
         ...
 
     def discovery_spellings(self) -> pd.DataFrame | None:
@@ -268,7 +271,7 @@ class FrameInput(ClosesOnExit):
         """The whole table, as read."""
         return self._frame
 
-    def decision_frame(self) -> pd.DataFrame:
+    def checked_frame(self) -> pd.DataFrame:
         if len(self._frame) <= SAMPLE_ROWS:
             return self._frame
         return self.discovery_frame()
@@ -406,7 +409,7 @@ class EngineInput(ClosesOnExit):
     def __len__(self) -> int:
         return len(self.source)
 
-    def decision_frame(self) -> pd.DataFrame:
+    def checked_frame(self) -> pd.DataFrame:
         if len(self.source) <= SAMPLE_ROWS:
             return self.source.frame()
         return self.discovery_frame()

@@ -299,9 +299,11 @@ def _plan(
     rng = rand.generator()
     discovery_noise, synthesis_noise = rand.spawn(2)  # a stream of its own for each mechanism
     n_train, n_holdout = data.split(settings.holdout_fraction, RowOrder.draw(rng))
-    frame = data.decision_frame()
-    decisions = decide_columns(frame, schema, unsafe=settings.unsafe_infer)
-    check_values(frame, decisions)
+    # kinds are guessed from the training rows alone: the holdout, which measures the
+    # release, must not shape it; every row's values are checked before the spend
+    train_rows = data.discovery_frame()
+    decisions = decide_columns(train_rows, schema, unsafe=settings.unsafe_infer)
+    check_values(data.checked_frame(), decisions)
     modelled = [d for d in decisions if d.modelled]
     declared = list(schema.constraints) if schema is not None else []
     kinds = {d.name: d.kind for d in modelled}
@@ -337,7 +339,7 @@ def _plan(
         decisions,
         discovery,
         synthesizer,
-        data.discovery_frame(),
+        train_rows,
         _spellings(data, schema),
         _checkpoint(synthesizer),
         tuple(orders),

@@ -181,7 +181,8 @@ def build_card(
 
 def kinds_condition(decisions: Sequence[ColumnDecision]) -> str:
     """What the guarantee is conditioned on where column kinds were guessed from the data: the
-    guess read every record without DP, so the guarantee holds given its decisions.
+    guess read the private records without DP (a release's, its training split), so the
+    guarantee holds given its decisions.
 
     >>> from safeshare.data.plan import ColumnDecision
     >>> kinds_condition([])
@@ -225,8 +226,8 @@ def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
     if any(d.kind_guessed for d in decisions):
         not_dp.append(
             "column kinds, date formats (the layout of public DATE_FORMATS that reads the most "
-            "records) and the identifier detection read the private data (not DP); only column "
-            "names and decisions are reported"
+            "records) and the identifier detection read the training split (not DP; the holdout "
+            "is not read); only column names and decisions are reported"
         )
     if source == "private data, not DP":
         not_dp.append(
