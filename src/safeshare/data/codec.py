@@ -302,16 +302,20 @@ def _follow_cells(
 ) -> np.ndarray:
     """Values inside each bin drawn from the column's finer histogram: a cell by its weight
     (the share of it inside the bin), then a uniform value (or integer) inside that part.
-    A bin the histogram gives no weight keeps its ``uniform`` draw."""
+    The first and last bins also reach the cells beyond the bounds (the tails of the values
+    clipped into them).  A bin the histogram gives no weight keeps its ``uniform`` draw."""
     edges, cells = np.asarray(column.edges), np.asarray(column.cells)
     weights = np.asarray(column.weights)
     whole = column.integer or column.kind is Kind.DATETIME
     out = uniform.copy()
+    last = len(edges) - 2
     for b in np.unique(bins):
         rows = np.flatnonzero(bins == b)
         lo, hi = edges[b], edges[b + 1]
         if whole:  # integers in [lo, hi), the last bin closed
-            lo, hi = np.ceil(lo), (np.floor(hi) + 1 if b == len(edges) - 2 else np.ceil(hi))
+            lo, hi = np.ceil(lo), (np.floor(hi) + 1 if b == last else np.ceil(hi))
+        lo = min(lo, cells[0]) if b == 0 else lo
+        hi = max(hi, cells[-1]) if b == last else hi
         starts, stops = np.maximum(cells[:-1], lo), np.minimum(cells[1:], hi)
         if whole:
             starts, stops = np.ceil(starts), np.ceil(stops)

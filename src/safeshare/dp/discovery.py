@@ -15,7 +15,9 @@ category *is* a person).  Here every fact costs budget and is itemized:
   blocks of cells clearly above the noise (a column with none is left out); an integer
   range of at most 128 values keeps one code per value, otherwise bins of roughly equal
   mass are read off the same noisy histograms, which decoding then follows inside each
-  bin (post-processing, no extra cost).
+  bin (post-processing, no extra cost).  Where the range stops short of the data (the noise
+  hides a thin tail), the records beyond it are clipped into the end bins, and those decode
+  into the tail the same histograms show beyond the range, not onto the edge.
 * **budget by need** (``first_share`` < 1): the rest of the budget is a second round, fixed
   in advance, shared by the columns the first round left short and averaged with it.
 
@@ -61,6 +63,8 @@ SATISFIED = 0.95  # a first round that keeps this share of a column's records ne
 SECOND_ROUND = "domain, second round (shared by the columns the first left short)"
 FED_SHARE = 0.05  # the share of the records a category holds in the starved-column estimate
 BELOW_NOISE = "no part of its range stands above the discovery noise at this budget"
+TAIL_SPANS = (1, 2, 4, 8, 16)  # the runs of cells beyond an end of the range tried as its tail
+TAIL_NOISE = 2.5  # deviations a run's noisy sum must stand above 0 to be decoded into
 
 
 @dataclass(frozen=True)
@@ -544,7 +548,94 @@ def _bins(counts: _Counts) -> tuple[Column | None, str | None]:
         integer=integer,
         date_format=target.date_format,
     )
-    return _with_cells(column, grid[first : last + 2], mass), None
+    below, above = _tails(counts, column)
+    return _with_cells(column, grid[first : last + 2], mass, below, above), None
+
+
+Cells = list[tuple[float, float, float]]  # (start, stop, weight), in order
+
+
+def _tails(counts: _Counts, column: Column) -> tuple[Cells, Cells]:
+    """The tails beyond each end of ``column``'s range that its first and last bins decode
+    into (post-processing: no extra cost).
+
+    The range stops where the noise hides the data, not where the data stop: the records
+    beyond it are clipped into the end bins (ages 48-70 counted as 47), which would decode
+    as a pile at the edge.  Beyond each end, runs of :data:`TAIL_SPANS` cells (coarse ones
+    where the column has them) are tried; the longest whose noisy sum stands
+    :data:`TAIL_NOISE` deviations above 0 is the tail, its counts smoothed to a density that
+    falls away from the range (isotonic regression), so its noise cannot raise a far cell
+    over a near one.  Bounds a schema declares are never crossed."""
+    target = counts.target
+    grid, coarse = _grid(target), _coarse_grid(target)
+    if coarse is None:
+        edges, noisy = grid, counts.noisy[: len(grid) - 1]
+    else:
+        edges, noisy = coarse, counts.noisy[len(grid) - 1 :]
+    lo, hi = column.bounds
+    if column.integer:  # the last bin holds its upper edge's integer
+        lo, hi = float(math.ceil(lo)), float(math.floor(hi) + 1)
+    low = -math.inf if target.minimum is None else target.minimum
+    high = math.inf if target.maximum is None else target.maximum
+    if target.kind is Kind.NUMERIC:  # numbers on one side of 0 (counts, amounts) stay there
+        low = max(low, 0.0) if lo >= 0 else low
+        high = min(high, 0.0) if hi <= 0 else high
+    below = _within(_tail(edges, noisy, counts.sigma, lo, up=False), low, high)
+    above = _within(_tail(edges, noisy, counts.sigma, hi, up=True), low, high)
+    return below[::-1], above
+
+
+def _within(cells: Cells, low: float, high: float) -> Cells:
+    """The parts of ``cells`` between ``low`` and ``high``, their weights by the share kept."""
+    kept = [
+        (max(a, low), min(b, high), w * (min(b, high) - max(a, low)) / (b - a)) for a, b, w in cells
+    ]
+    return [(a, b, w) for a, b, w in kept if b > a]
+
+
+def _tail(edges: np.ndarray, noisy: np.ndarray, sigma: float, end: float, *, up: bool) -> Cells:
+    """The tail beyond ``end`` on the grid ``edges`` (cells from ``end`` outward, the cell
+    ``end`` cuts counted by the share of it outside), or nothing."""
+    cells: Cells = []
+    step = 1 if up else -1
+    j = int(np.searchsorted(edges, end, side="right" if up else "left")) - 1  # the cell at end
+    while 0 <= j < len(noisy) and len(cells) < TAIL_SPANS[-1]:
+        a, b = (max(edges[j], end), edges[j + 1]) if up else (edges[j], min(edges[j + 1], end))
+        if b > a:
+            share = (b - a) / (edges[j + 1] - edges[j])
+            cells.append((float(a), float(b), float(noisy[j]) * share))
+        j += step
+    sums = np.cumsum([w for _, _, w in cells])
+    spans = [k for k in TAIL_SPANS if k <= len(cells)]
+    kept = [k for k in spans if sums[k - 1] >= TAIL_NOISE * sigma * math.sqrt(k)]
+    if not kept:
+        return []
+    run = cells[: max(kept)]
+    widths = np.array([b - a for a, b, _ in run])
+    density = _falling(np.array([w for _, _, w in run]) / widths, widths)
+    tail = [(a, b, float(max(d, 0.0) * (b - a))) for (a, b, _), d in zip(run, density, strict=True)]
+    while tail and tail[-1][2] == 0:  # the density fell to 0: nothing decodes further out
+        tail.pop()
+    return tail
+
+
+def _falling(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The non-increasing sequence closest to ``values`` in weighted least squares (pool
+    adjacent violators).
+
+    >>> _falling(np.array([3.0, 1.0, 2.0]), np.ones(3)).tolist()
+    [3.0, 1.5, 1.5]
+    """
+    pools: list[list[float]] = []  # [mean, weight, cells]
+    for value, weight in zip(values.tolist(), weights.tolist(), strict=True):
+        pools.append([value, weight, 1])
+        while len(pools) > 1 and pools[-2][0] < pools[-1][0]:
+            mean, weight2, n2 = pools.pop()
+            previous = pools[-1]
+            total = previous[1] + weight2
+            previous[0] = (previous[0] * previous[1] + mean * weight2) / total
+            previous[1], previous[2] = total, previous[2] + n2
+    return np.repeat([p[0] for p in pools], [int(p[2]) for p in pools])
 
 
 def _histogram(numbers: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -610,17 +701,27 @@ def _rescaled(
     return np.maximum(noisy, 0).astype(float)[owner] * share
 
 
-def _with_cells(column: Column, grid: np.ndarray, mass: np.ndarray) -> Column:
-    """``column`` with the noisy grid histogram inside its bounds, for decoding (post-processing
-    of the same measurement: no extra cost); unchanged when it holds no mass or too many cells."""
+def _with_cells(
+    column: Column, grid: np.ndarray, mass: np.ndarray, below: Cells = (), above: Cells = ()
+) -> Column:
+    """``column`` with the noisy grid histogram inside its bounds and the tails beyond them
+    (:func:`_tails`), for decoding (post-processing of the same measurement: no extra cost);
+    unchanged when it holds no mass or too many cells."""
     lo, hi = column.bounds
-    if column.integer and column.n_values == math.floor(hi) - math.ceil(lo) + 1:
-        return column  # one code per value: nothing to follow inside a bin
+    singletons = column.integer and column.n_values == math.floor(hi) - math.ceil(lo) + 1
+    if singletons and not (below or above):
+        return column  # one code per value and no tail: nothing to follow inside a bin
     if column.integer:  # the last integer bin is closed: its cell reaches past the top edge
         hi = max(hi, math.floor(hi) + 1.0)
     cells = np.unique(np.concatenate([[lo, hi], grid[(grid > lo) & (grid < hi)]]))
     pieces = np.clip(np.searchsorted(grid, cells[:-1], side="right") - 1, 0, len(mass) - 1)
     weights = mass[pieces]
+    if below:
+        cells = np.concatenate([[a for a, _, _ in below], cells])
+        weights = np.concatenate([[w for _, _, w in below], weights])
+    if above:
+        cells = np.concatenate([cells, [b for _, b, _ in above]])
+        weights = np.concatenate([weights, [w for _, _, w in above]])
     if weights.sum() <= 0 or len(weights) > MAX_CELLS:
         return column
     return replace(column, cells=tuple(cells.tolist()), weights=tuple(weights.tolist()))
