@@ -702,7 +702,7 @@ def _rescaled(
 
 
 def _with_cells(
-    column: Column, grid: np.ndarray, mass: np.ndarray, below: Cells = (), above: Cells = ()
+    column: Column, grid: np.ndarray, mass: np.ndarray, below: Cells, above: Cells
 ) -> Column:
     """``column`` with the noisy grid histogram inside its bounds and the tails beyond them
     (:func:`_tails`), for decoding (post-processing of the same measurement: no extra cost);
