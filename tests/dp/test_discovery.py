@@ -6,7 +6,7 @@ import pytest
 
 from safeshare.data import Domain, Kind, Table
 from safeshare.dp import Randomness, Target, plan_discovery
-from safeshare.dp.discovery import _tail, gaussian_tail_bound, numeric_grid
+from safeshare.dp.discovery import _outward, _tail, gaussian_tail_bound, numeric_grid
 from safeshare.dp.events import ThresholdedGaussianEvent
 from safeshare.errors import BudgetError
 
@@ -266,9 +266,8 @@ def test_noise_alone_beyond_a_range_rarely_makes_a_tail() -> None:
     rng = np.random.default_rng(0)
     edges = np.arange(0.0, 40.0)
     draws = 4000
-    found = sum(
-        bool(_tail(edges, rng.normal(0, 100, 39), 100.0, 5.0, up=True)) for _ in range(draws)
-    )
+    runs = (_outward(edges, rng.normal(0, 100, 39), 5.0, True) for _ in range(draws))
+    found = sum(bool(_tail(cells, 100.0)) for cells in runs)
     assert found / draws < 0.035
 
 

@@ -568,10 +568,7 @@ def _tails(counts: _Counts, column: Column) -> tuple[Cells, Cells]:
     over a near one.  Bounds a schema declares are never crossed."""
     target = counts.target
     grid, coarse = _grid(target), _coarse_grid(target)
-    if coarse is None:
-        edges, noisy = grid, counts.noisy[: len(grid) - 1]
-    else:
-        edges, noisy = coarse, counts.noisy[len(grid) - 1 :]
+    fine = counts.noisy[: len(grid) - 1]
     lo, hi = column.bounds
     if column.integer:  # the last bin holds its upper edge's integer
         lo, hi = float(math.ceil(lo)), float(math.floor(hi) + 1)
@@ -580,9 +577,43 @@ def _tails(counts: _Counts, column: Column) -> tuple[Cells, Cells]:
     if target.kind is Kind.NUMERIC:  # numbers on one side of 0 (counts, amounts) stay there
         low = max(low, 0.0) if lo >= 0 else low
         high = min(high, 0.0) if hi <= 0 else high
-    below = _within(_tail(edges, noisy, counts.sigma, lo, up=False), low, high)
-    above = _within(_tail(edges, noisy, counts.sigma, hi, up=True), low, high)
-    return below[::-1], above
+    tails = []
+    for end, up in ((lo, False), (hi, True)):
+        if coarse is None:
+            cells = _outward(grid, fine, end, up)
+        else:
+            cells = _outward(coarse, counts.noisy[len(grid) - 1 :], end, up, (grid, fine))
+        tails.append(_within(_tail(cells, counts.sigma), low, high))
+    return tails[0][::-1], tails[1]
+
+
+def _outward(
+    edges: np.ndarray,
+    noisy: np.ndarray,
+    end: float,
+    up: bool,
+    finer: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Cells:
+    """Up to the longest of :data:`TAIL_SPANS` cells of ``edges`` beyond ``end``, outward.  A
+    cell that ``end`` cuts holds records of the range too: its part beyond ``end`` is counted
+    by the ``finer`` grid's cells inside it (its edges and noisy counts), else by its share of
+    the cell's width."""
+    j = int(np.searchsorted(edges, end, side="right" if up else "left")) - 1  # the cell at end
+    cells: Cells = []
+    if 0 <= j < len(noisy) and edges[j] < end < edges[j + 1]:
+        a, b = (end, float(edges[j + 1])) if up else (float(edges[j]), end)
+        if finer is None:
+            weight = float(noisy[j]) * (b - a) / float(edges[j + 1] - edges[j])
+        else:
+            fine_edges, fine_noisy = finer
+            inside = (fine_edges[:-1] >= a) & (fine_edges[1:] <= b)
+            weight = float(fine_noisy[inside].sum())
+        cells.append((a, b, weight))
+        j += 1 if up else -1
+    while 0 <= j < len(noisy) and len(cells) < TAIL_SPANS[-1]:
+        cells.append((float(edges[j]), float(edges[j + 1]), float(noisy[j])))
+        j += 1 if up else -1
+    return cells
 
 
 def _within(cells: Cells, low: float, high: float) -> Cells:
@@ -593,18 +624,10 @@ def _within(cells: Cells, low: float, high: float) -> Cells:
     return [(a, b, w) for a, b, w in kept if b > a]
 
 
-def _tail(edges: np.ndarray, noisy: np.ndarray, sigma: float, end: float, *, up: bool) -> Cells:
-    """The tail beyond ``end`` on the grid ``edges`` (cells from ``end`` outward, the cell
-    ``end`` cuts counted by the share of it outside), or nothing."""
-    cells: Cells = []
-    step = 1 if up else -1
-    j = int(np.searchsorted(edges, end, side="right" if up else "left")) - 1  # the cell at end
-    while 0 <= j < len(noisy) and len(cells) < TAIL_SPANS[-1]:
-        a, b = (max(edges[j], end), edges[j + 1]) if up else (edges[j], min(edges[j + 1], end))
-        if b > a:
-            share = (b - a) / (edges[j + 1] - edges[j])
-            cells.append((float(a), float(b), float(noisy[j]) * share))
-        j += step
+def _tail(cells: Cells, sigma: float) -> Cells:
+    """The tail read off ``cells`` (outward from a range's end) at noise ``sigma``: the longest
+    run of :data:`TAIL_SPANS` cells whose noisy sum stands :data:`TAIL_NOISE` deviations above
+    0, as a density that falls away from the range, or nothing."""
     sums = np.cumsum([w for _, _, w in cells])
     spans = [k for k in TAIL_SPANS if k <= len(cells)]
     kept = [k for k in spans if sums[k - 1] >= TAIL_NOISE * sigma * math.sqrt(k)]
