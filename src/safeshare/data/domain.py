@@ -75,10 +75,10 @@ class Column:
     histogram - cell edges and a non-negative weight per cell, e.g. DP discovery's noisy
     counts - that decoding follows inside each bin instead of drawing uniformly; cells
     beyond the bounds are the tails of the values clipped into the first and last bins,
-    which decode into them.  ``missing_label`` (categorical/ordinal) is how a decoded missing value is
-    written ('?' where the input writes it so; empty by default); ``date_format`` (datetime)
-    is the layout dates are read and written in (:mod:`safeshare.data.dates`; empty: ISO
-    8601 days).
+    which decode into them.  ``missing_label`` (categorical/ordinal) is how a decoded
+    missing value is written ('?' where the input writes it so; empty by default);
+    ``date_format`` (datetime) is the layout dates are read and written in
+    (:mod:`safeshare.data.dates`; empty: ISO 8601 days).
     """
 
     name: str
