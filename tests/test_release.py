@@ -387,6 +387,31 @@ def test_the_holdout_does_not_shape_the_release(tmp_path):
     assert released[0] == released[1]
 
 
+def test_the_report_says_when_a_release_is_worse_than_shuffling_each_column(tmp_path):
+    """600 records, a city of eight values (75 records each, under the discovery threshold at
+    epsilon 1: all folded into '(other)') and the zone it lies in: the release scores worse than
+    the training records with each column shuffled, and the report's headline says so; with
+    the zone and a copy of it, the release keeps their relation and the report says nothing."""
+    rng = np.random.default_rng(1)
+    city = rng.choice([f"city {i}" for i in range(8)], 600)
+    zone = np.where(np.isin(city, ["city 0", "city 1"]), "north", "south")
+    warning = "Worse than shuffling each column on its own"
+    for name, frame, worse in [
+        ("cities", pd.DataFrame({"city": city, "zone": zone}), True),
+        ("zones", pd.DataFrame({"zone": zone, "same zone": zone}), False),
+    ]:
+        (tmp_path / name).mkdir()
+        result = release_table(tmp_path / name, frame)
+        utility = result.card["metrics"]["utility"]
+        release, independent = (
+            utility[key]["2way"]["mean"]
+            for key in ("tvd_vs_holdout", "tvd_independent_columns_baseline")
+        )
+        assert (release > independent) is worse
+        report = " ".join((tmp_path / name / "out" / "report.html").read_text().split())
+        assert (warning in report) is worse
+
+
 def test_a_column_below_the_discovery_noise_is_left_out_not_clipped_into_noise(tmp_path):
     """400 incomes spread over three decades show in no cell or block above the noise at
     epsilon=1: the column is left out (card, warning) instead of clipped into a range the

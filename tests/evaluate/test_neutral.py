@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from safeshare.evaluate.neutral import column_distances, neutral_tvd
+from safeshare.evaluate.neutral import column_distances, neutral_tvd, value_utility
 from safeshare.release import SynthesisSettings
 
 from ..conftest import SHARED, needs_shared
@@ -98,3 +98,20 @@ def test_the_card_reports_what_the_reference_gives_on_the_written_files(tmp_path
         figure = utility["tvd_vs_input"][f"{ways}way"]["mean"]
         assert figure == pytest.approx(mean, abs=5e-5)  # the reference prints four decimals
     assert "utility_codes" in result.card["metrics"]  # the code-level figure, as a second line
+
+
+def test_the_independent_columns_baseline_keeps_every_column_and_none_of_their_relations() -> None:
+    """Two columns that always agree: the training records shuffled column by column keep each
+    column's shares but not the agreement, so a release that keeps it scores far below them."""
+    rng = np.random.default_rng(0)
+
+    def agreeing(n: int) -> pd.DataFrame:
+        letters = rng.choice(list("abcdefgh"), n)
+        return pd.DataFrame({"x": letters, "y": letters})
+
+    train, holdout = agreeing(4000), agreeing(1000)
+    utility = value_utility(agreeing(4000), train, holdout, np.random.default_rng(1), ways=(1, 2))
+    one_way, two_way = utility.independent
+    assert one_way.mean < 0.05 and two_way.mean > 0.8  # 7 of 8 shuffled pairs disagree
+    assert utility.vs_holdout[1].mean < 0.05
+    assert utility.to_dict()["tvd_independent_columns_baseline"]["2way"]["mean"] == two_way.mean

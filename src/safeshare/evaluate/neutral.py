@@ -71,8 +71,9 @@ def value_utility(
     ways: Sequence[int] = (1, 2, 3),
 ) -> UtilityResult:
     """The neutral scorer's figures for a release, against train and holdout values, with
-    train against holdout as the floor sampling alone gives, and against both together (the
-    input as read; see :class:`UtilityResult`)."""
+    train against holdout as the floor sampling alone gives, the training records with each
+    column shuffled on its own against holdout as the baseline a release must beat, and
+    against both together (the input as read; see :class:`UtilityResult`)."""
     orders = [k for k in ways if k <= len(released.columns)]
 
     def score(real: pd.DataFrame, other: pd.DataFrame) -> tuple[MarginalDistance, ...]:
@@ -82,11 +83,13 @@ def value_utility(
     if holdout is None or holdout.empty:
         return UtilityResult(score(train, released), vs_input=score(train, released))
     both = pd.concat([train, holdout], ignore_index=True)
+    shuffled = pd.DataFrame({c: rng.permutation(train[c].to_numpy()) for c in train.columns})
     return UtilityResult(
         score(train, released),
         score(holdout, released),
         score(holdout, train),
         score(both, released),
+        independent=score(holdout, shuffled),
     )
 
 

@@ -106,15 +106,19 @@ class UtilityResult:
 
     ``vs_holdout`` compares with records the generator never saw; ``baseline`` is
     the distance between train and holdout themselves: what a perfect generator
-    would score against the holdout, given sampling noise alone; ``vs_input`` compares
-    with every record of the input as read (train and holdout together: what anyone
-    holding the input file and the release would measure).
+    would score against the holdout, given sampling noise alone; ``independent`` is the
+    training records with each column shuffled on its own against the holdout: what a
+    release that keeps every column's values and none of their relations scores (a
+    release above it learned less than nothing); ``vs_input`` compares with every record
+    of the input as read (train and holdout together: what anyone holding the input file
+    and the release would measure).
     """
 
     vs_train: tuple[MarginalDistance, ...]
     vs_holdout: tuple[MarginalDistance, ...] = ()
     baseline: tuple[MarginalDistance, ...] = ()
     vs_input: tuple[MarginalDistance, ...] = ()
+    independent: tuple[MarginalDistance, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         def table(rows: tuple[MarginalDistance, ...]) -> dict[str, Any]:
@@ -126,6 +130,8 @@ class UtilityResult:
         if self.vs_holdout:
             out["tvd_vs_holdout"] = table(self.vs_holdout)
             out["tvd_train_vs_holdout_baseline"] = table(self.baseline)
+        if self.independent:
+            out["tvd_independent_columns_baseline"] = table(self.independent)
         if self.vs_input:
             out["tvd_vs_input"] = table(self.vs_input)
         return out

@@ -81,6 +81,7 @@ def _utility_rows(utility: dict[str, Any]) -> list[dict[str, Any]]:
     for key, train in utility["tvd_vs_train"].items():
         holdout = utility.get("tvd_vs_holdout", {}).get(key)
         floor = utility.get("tvd_train_vs_holdout_baseline", {}).get(key)
+        independent = utility.get("tvd_independent_columns_baseline", {}).get(key)
         rows.append(
             {
                 "ways": int(key.removesuffix("way")),
@@ -91,6 +92,7 @@ def _utility_rows(utility: dict[str, Any]) -> list[dict[str, Any]]:
                 "holdout_mean": holdout["mean"] if holdout else None,
                 "holdout_max": holdout["max"] if holdout else None,
                 "floor": floor["mean"] if floor else None,
+                "independent": independent["mean"] if independent else None,
             }
         )
     return rows
@@ -101,7 +103,12 @@ def _headline(rows: list[dict[str, Any]], risk: RiskResult) -> dict[str, Any]:
     utility = None
     if with_holdout:
         top = with_holdout[-1]
-        utility = {"ways": top["ways"], "release": top["holdout_mean"], "floor": top["floor"]}
+        utility = {
+            "ways": top["ways"],
+            "release": top["holdout_mean"],
+            "floor": top["floor"],
+            "independent": top["independent"],
+        }
     return {"utility": utility, "risk_class": risk.verdict()[0]}
 
 
