@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -167,7 +168,18 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert "resume without spending the budget again: safeshare synthesize" in message
     assert f"--checkpoint {folder}" in message and not (tmp_path / "out").exists()
 
+    # a copy of the folder that lost its populations but kept its receipt is refused: it
+    # would measure the lost histograms again without a charge
+    receipt = json.loads((folder / "spend.json").read_text())
+    assert receipt["saved"]["measured_histograms"] >= 1
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    shutil.copy(folder / "spend.json", lost / "spend.json")
     server.state.update(requests=0, random=0, budget=10**9)  # type: ignore[attr-defined]
+    code, _, err = run([*argv[:-6], "--checkpoint", lost, *argv[-4:]], capsys)
+    assert code == 2 and "measured histogram" in " ".join(err.split()), err
+    assert server.state["requests"] == 0  # type: ignore[attr-defined]
+
     code, _, err = run(argv, capsys)
     assert code == 0, err
     # no first population asked again: label 1's 10 variations, then sample()'s redraws of

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -70,6 +71,32 @@ def test_pe_release_states_its_accounting_and_quality_and_resumes(tmp_path, fair
             **common,
             settings=SynthesisSettings(method="pe", epsilon=2.0, pe_options=options),
         )
+
+
+def test_a_folder_that_lost_its_measured_populations_is_refused(tmp_path, fair):
+    """The receipt counts the histograms the run measured: a folder whose populations are gone
+    but whose receipt stays would measure them again without a charge, so it is refused (and
+    nothing is written); with its populations back, it resumes."""
+    frame, schema = fair
+    ledger = tmp_path / "ledger.sqlite"
+    common = dict(reading=Reading(schema=schema, name="fair"), seed=0, ledger=ledger)
+    settings = SynthesisSettings(
+        method="pe", epsilon=1.0, pe_options={**FAST, "checkpoint": tmp_path / "run"}
+    )
+    release(frame, out=tmp_path / "out", **common, settings=settings)
+    run = tmp_path / "run"
+    assert json.loads((run / "spend.json").read_text())["saved"]["measured_histograms"] == 3
+    shutil.copytree(run, tmp_path / "copy")
+    for path in run.iterdir():
+        if path.name != "spend.json":
+            path.unlink()
+    with pytest.raises(InputError, match="paid for 3 measured histogram"):
+        release(frame, out=tmp_path / "again", **common, settings=settings)
+    assert not (tmp_path / "again").exists()
+    shutil.rmtree(run)
+    shutil.copytree(tmp_path / "copy", run)
+    release(frame, out=tmp_path / "again", **common, settings=settings)
+    assert Ledger(ledger).find("fair").releases == 1
 
 
 class StopError(Exception):

@@ -63,7 +63,7 @@ from safeshare.release.output import (
     sample_release,
     write_release,
 )
-from safeshare.release.resume import Spend, save_results
+from safeshare.release.resume import Spend, check_kept, measurement_recorder, save_results
 from safeshare.report import card as card_module
 from safeshare.report.html import render_report
 from safeshare.synth.aim import AIM
@@ -225,6 +225,7 @@ def _release_input(
     plan = _plan(data, settings, schema, job.seed, report)
     # an engine's failed job refunds the spend: nothing is released before the final write
     with paid(job.ledger, bill, plan.checkpoint) as payment:
+        check_kept(plan.checkpoint, payment.spend)
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
             plan.decisions,
@@ -459,7 +460,10 @@ def _synthesizer(
     """The method's synthesizer for the ``rho`` left after discovery, on its own stream."""
     if settings.method == "pe":
         options = dict(settings.pe_options)
-        return TabularPE(rho=rho, delta=settings.delta, rng=noise, progress=progress, **options)
+        model = TabularPE(rho=rho, delta=settings.delta, rng=noise, progress=progress, **options)
+        if model.checkpoint is not None:  # the receipt counts what the folder measured
+            model.callbacks = (measurement_recorder(model.checkpoint),)
+        return model
     if settings.method == "aim":
         return AIM(
             rho=rho,

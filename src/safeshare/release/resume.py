@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +48,10 @@ from safeshare.errors import (
     OutputWriteError,
     SafeshareError,
 )
+from safeshare.synth.pe.checkpoint import measured_in
 
 RECEIPT = "spend.json"
+MEASURED = "measured_histograms"  # the receipt's count of the histograms the run measured
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,29 @@ def refund_on_failure(ledger: Ledger, spend: Spend, folder: str | Path | None) -
                 "it again"
             ) from None
         raise
+
+
+def measurement_recorder(folder: str | Path) -> Callable[[object], None]:
+    """A Private Evolution callback (run after each histogram is measured and its population
+    saved) that keeps in the receipt how many histograms the folder's populations hold: what
+    :func:`check_kept` compares a resumed folder with."""
+    return lambda _measured: save_results(folder, {MEASURED: measured_in(folder)})
+
+
+def check_kept(folder: str | Path | None, spend: Spend) -> None:
+    """Refuse to resume from a folder whose receipt records more measured histograms than its
+    populations hold (they were deleted or lost): the run would measure them again without a
+    charge, spending the budget twice."""
+    if folder is None or not spend.resumed:
+        return
+    recorded, kept = int(spend.saved.get(MEASURED, 0)), measured_in(folder)
+    if kept < recorded:
+        raise InputError(
+            f"the checkpoint folder {str(folder)!r} paid for {recorded} measured histogram(s) "
+            f"but keeps the populations of {kept}: measuring the rest again would spend the "
+            "budget twice without a charge; restore its populations, or give a new --checkpoint "
+            "folder (a new spend)"
+        )
 
 
 def save_results(folder: str | Path | None, saved: Mapping[str, Any]) -> None:

@@ -52,7 +52,7 @@ from safeshare.output_folder import check_output
 from safeshare.release.job import Bill, Job, Payment, charge
 from safeshare.release.output import write_release
 from safeshare.release.pipeline import THRESHOLD_DELTA_SHARE, ReleaseResult, read_input
-from safeshare.release.resume import save_results
+from safeshare.release.resume import check_kept, measurement_recorder, save_results
 from safeshare.report.card import RowCounts, Spending
 from safeshare.report.text import TextColumns, build_text_card, render_text_report
 from safeshare.synth.pe.backends import TextBackend
@@ -252,6 +252,8 @@ class _Evolutions:
         """The model for ``labels`` (ignored without a label column)."""
         settings, names = self.settings, self.settings.label_names
         common = {"checkpoint": settings.pe_folder, "progress": self.report, **self.options}
+        if settings.checkpoint is not None:  # the receipt counts what the folder measured
+            common["callbacks"] = (measurement_recorder(settings.checkpoint),)
         if settings.label_column is None:
             api = settings.backend.build().for_label(None)
             return PrivateEvolution(api, self.embed, **common)
@@ -288,6 +290,7 @@ def _release_frame(
     )
     # no refund on failure: the model's server has seen samples the DP votes chose
     payment = charge(job.ledger, bill, settings.checkpoint)
+    check_kept(settings.checkpoint, payment.spend)
     notes: list[str] = []
     if payment.spend.resumed:
         notes.append(

@@ -36,6 +36,30 @@ PARENT = "__pe_parent__"
 VOTES = "__pe_votes__"
 
 
+def measured_in(folder: str | Path) -> int:
+    """The histograms measured by the populations kept under ``folder``: each run's latest
+    population (one run per label where there are several), counted only where its file is
+    still there.
+
+    >>> import tempfile, numpy as np, pandas as pd
+    >>> from safeshare.synth.pe.population import Population
+    >>> folder = tempfile.mkdtemp()
+    >>> first = Population.random(pd.DataFrame({"x": [1, 2]}))
+    >>> Checkpoint(folder, {}).save(first.with_votes(np.array([0.5, 2.0])))
+    >>> measured_in(folder)
+    1
+    """
+    total = 0
+    for path in sorted(Path(folder).rglob("state.json")):
+        try:
+            state = json.loads(path.read_text())
+        except json.JSONDecodeError:  # not a state this module wrote: it keeps nothing
+            continue
+        if state.get("format") == FORMAT and (path.parent / str(state.get("latest"))).is_file():
+            total += int(state["iteration"]) + int(bool(state["measured"]))
+    return total
+
+
 class Checkpoint:
     """A folder holding one run's populations; ``settings`` must match to resume."""
 
