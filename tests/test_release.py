@@ -403,11 +403,11 @@ def test_the_report_says_when_a_release_is_worse_than_shuffling_each_column(tmp_
         (tmp_path / name).mkdir()
         result = release_table(tmp_path / name, frame)
         utility = result.card["metrics"]["utility"]
-        release, independent = (
+        released, independent = (
             utility[key]["2way"]["mean"]
             for key in ("tvd_vs_holdout", "tvd_independent_columns_baseline")
         )
-        assert (release > independent) is worse
+        assert (released > independent) is worse
         report = " ".join((tmp_path / name / "out" / "report.html").read_text().split())
         assert (warning in report) is worse
 

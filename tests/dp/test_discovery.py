@@ -261,8 +261,7 @@ def test_records_beyond_a_short_range_decode_into_its_tail_not_onto_its_edge() -
 
 def test_noise_alone_beyond_a_range_rarely_makes_a_tail() -> None:
     """Beyond a range the data do not reach, the cells hold noise alone: a tail is read from
-    them in about 2% of draws (the five runs tried share the 2.5-deviation bar), and one that
-    is read carries the noise's weight only."""
+    them in about 2% of draws (the five runs tried share the 2.5-deviation bar)."""
     rng = np.random.default_rng(0)
     edges = np.arange(0.0, 40.0)
     draws = 4000
