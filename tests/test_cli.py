@@ -85,6 +85,10 @@ def test_demo_writes_a_release(tmp_path, capsys):
     code, out, _ = run(["demo", "--out", str(tmp_path / "demo"), "--seed", "3"], capsys)
     assert code == 0
     assert "guarantee" in out and "seeded: not secure" in out
+    # the release's figure beside the baseline it must beat, which the card holds too
+    card = json.loads((tmp_path / "demo" / "card.json").read_text())
+    shuffled = card["metrics"]["utility"]["tvd_independent_columns_baseline"]["3way"]["mean"]
+    assert f"each column shuffled on its own: {shuffled:.3f}" in " ".join(out.split())
     assert {p.name for p in (tmp_path / "demo").iterdir()} == {
         ".safeshare-output",
         "card.json",

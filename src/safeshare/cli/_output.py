@@ -111,11 +111,7 @@ def release_summary(card: dict[str, Any], out: str) -> None:
     table.add_row(
         "rows", f"{card['rows_out']} synthetic from {card['rows_train']} training records"
     )
-    table.add_row(
-        "utility",
-        f"mean {top} TVD {headline[top]['mean']:.3f}"
-        + (" vs unseen records" if "tvd_vs_holdout" in utility else " vs train"),
-    )
+    table.add_row("utility", _utility_line(utility, headline, top))
     for line in risk["readings"]:
         table.add_row("risk", line)
     ledger = card["ledger"]
@@ -125,6 +121,23 @@ def release_summary(card: dict[str, Any], out: str) -> None:
         f"on this dataset ({ledger['releases']} release(s))",
     )
     stdout.print(table)
+
+
+def _utility_line(utility: dict[str, Any], headline: dict[str, Any], top: str) -> str | Text:
+    """The release's top TVD, beside the training records with each column shuffled on its
+    own where a holdout measured both (flagged where the release is worse)."""
+    release = headline[top]["mean"]
+    line = f"mean {top} TVD {release:.3f}"
+    line += " vs unseen records" if "tvd_vs_holdout" in utility else " vs train"
+    shuffled = utility.get("tvd_independent_columns_baseline", {}).get(top)
+    if shuffled is None:
+        return line
+    if release > shuffled["mean"]:
+        worse = (
+            f"; worse than each column shuffled on its own ({shuffled['mean']:.3f}): see the report"
+        )
+        return Text.assemble(line, styled(worse, "yellow"))
+    return line + f"; each column shuffled on its own: {shuffled['mean']:.3f}"
 
 
 def error(message: str) -> None:
