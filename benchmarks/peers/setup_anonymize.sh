@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up the peers of benchmarks/anonymize_adult.py, each in its own venv (idempotent).
 #
-#   bash benchmarks/peers/setup_anonymize.sh
+#   bash benchmarks/peers/setup_anonymize.sh [NAME...]     (default: all three)
 #
 #   benchmarks/.venvs/anjana/   anjana 1.2.3 (greedy k-anonymity; pulls pycanon and its pins)
 #   benchmarks/.venvs/anonypy/  anonypy 0.2.1 (Mondrian) + pandas, which it imports
@@ -25,7 +25,7 @@ make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
         "$venv/bin/python" -m pip install --quiet --upgrade pip
     fi
     local have
-    have="$("$venv/bin/python" -m pip show "$pkg" 2>/dev/null | sed -n 's/^Version: //p')"
+    have="$({ "$venv/bin/python" -m pip show "$pkg" 2>/dev/null || true; } | sed -n 's/^Version: //p')"
     if { [ "$pkg" != "$want" ] && [ "$have" != "$want" ]; } || [ -z "$have" ] \
         || { [ $# -gt 0 ] && ! "$venv/bin/python" -m pip show "$@" >/dev/null 2>&1; }; then
         echo "installing $pin $* into $venv"
@@ -35,7 +35,12 @@ make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
     fi
 }
 
+wanted() {  # wanted NAME: whether NAME was asked for (every venv when none was)
+    [ ${#NAMES[@]} -eq 0 ] || [[ " ${NAMES[*]} " == *" $1 "* ]]
+}
+
+NAMES=("$@")
 mkdir -p "$VENVS"
-make_venv anjana anjana==1.2.3
-make_venv anonypy anonypy==0.2.1 pandas
-make_venv pycanon pycanon
+if wanted anjana; then make_venv anjana anjana==1.2.3; fi
+if wanted anonypy; then make_venv anonypy anonypy==0.2.1 pandas; fi
+if wanted pycanon; then make_venv pycanon pycanon; fi

@@ -82,10 +82,11 @@ CHECK = Path(__file__).resolve().parents[2] / "benchmarks" / "drivers" / "pycano
 
 
 @needs_shared
+@pytest.mark.slow  # (make test-slow sets up pycanon's venv first)
 @pytest.mark.skipif(
     not PYCANON.exists(),
     reason="pycanon lives in its own venv (it pins numpy/pandas/scipy): "
-    "bash benchmarks/peers/setup_anonymize.sh",
+    "bash benchmarks/peers/setup_anonymize.sh pycanon",
 )
 def test_adult_against_pycanon(adult, tmp_path):
     frame, _, hierarchies = adult

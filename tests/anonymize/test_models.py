@@ -86,12 +86,10 @@ def _transport_cost(p: np.ndarray, q: np.ndarray, ground: np.ndarray) -> float:
     return float(done.fun)
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_emd_equals_the_transport_problem_for_every_distance(seed):
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(2, 9))
-    # a random hierarchy: each level merges the labels below into fewer parents
-    parents, ancestor = [], np.arange(m)
+def _random_parents(rng: np.random.Generator, m: int) -> list[np.ndarray]:
+    """A random hierarchy over ``m`` values: each level merges the labels below into fewer
+    parents, up to one top."""
+    parents = []
     labels = m
     for _ in range(int(rng.integers(1, 4))):
         parent = rng.integers(0, max(labels // 2, 1), labels)
@@ -99,6 +97,15 @@ def test_emd_equals_the_transport_problem_for_every_distance(seed):
         parents.append(parent)
         labels = int(parent.max()) + 1
     parents.append(np.zeros(labels, dtype=np.int64))  # the top
+    return parents
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_emd_equals_the_transport_problem_for_every_distance(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 9))
+    parents = _random_parents(rng, m)
+    ancestor = np.arange(m)
     height = len(parents)
     path = [np.arange(m)]
     for parent in parents:
@@ -126,3 +133,40 @@ def test_emd_equals_the_transport_problem_for_every_distance(seed):
         for g, row in enumerate(counts):
             expected = _transport_cost(row / row.sum(), q, ground)
             assert found[g] == pytest.approx(expected, abs=1e-9), distance
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_far_class_loses_its_forced_share_however_it_splits(seed):
+    """t-closeness's forced share is a floor: however a class's records are split into finer
+    classes, those the model drops hold at least that share of them."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 8))
+    totals = rng.integers(1, 30, m)
+    info = SensitiveInfo(
+        "s", tuple(f"v{i}" for i in range(m)), totals, rng.permutation(m),
+        tuple(_random_parents(rng, m)),
+    )  # fmt: skip
+    values = rng.choice(m, size=int(rng.integers(2, 60)), p=rng.dirichlet(np.full(m, 0.4)))
+    whole = np.bincount(values, minlength=m)[None, :]
+    for distance in ("equal", "ordered", "hierarchical"):
+        model = TCloseness("s", float(rng.uniform(0.05, 0.6)), distance)
+        share = model.forced_share(Classes(whole.sum(axis=1), {"s": whole}), info)[0]
+        assert (share == 0) == model.class_ok(Classes(whole.sum(axis=1), {"s": whole}), info)[0]
+        splits = [values, np.arange(len(values))]  # (by value; one record each)
+        for _ in range(60):  # (at random; the values of a random subset apart)
+            splits.append(rng.integers(0, int(rng.integers(1, len(values) + 1)), len(values)))
+            apart = rng.random(m) < 0.5
+            splits.append(np.where(apart[values], np.arange(len(values)) + 1, 0))
+        for part in splits:
+            counts = np.zeros((int(part.max()) + 1, m), dtype=np.int64)
+            np.add.at(counts, (part, values), 1)
+            counts = counts[counts.sum(axis=1) > 0]
+            parts = Classes(counts.sum(axis=1), {"s": counts})
+            dropped = counts.sum(axis=1)[~model.class_ok(parts, info)].sum()
+            assert dropped >= share * len(values) - 1e-9, distance
+
+
+def test_the_farthest_class_holds_one_value():
+    # overall (2/3, 2/9, 1/9): a class of "high" alone lies 8/9 away (equal distance)
+    assert INFO.farthest("equal") == pytest.approx(8 / 9)
+    assert INFO.farthest("ordered") == pytest.approx(emd(np.eye(3), INFO, "ordered").max())

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from safeshare.anonymize.grouping import NonZero, group_sums
 from safeshare.anonymize.guide import SuppressionGuide
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.lattice import Lattice
@@ -27,7 +28,13 @@ from safeshare.anonymize.models import (
     TCloseness,
 )
 from safeshare.anonymize.quality import QUALITY_MODELS
-from safeshare.anonymize.search import Problem, exhaustive_search, group_rows, optimal_search
+from safeshare.anonymize.search import (
+    Evaluator,
+    Problem,
+    exhaustive_search,
+    group_rows,
+    optimal_search,
+)
 from tests.conftest import SHARED, needs_shared
 
 
@@ -59,12 +66,14 @@ def problems(draw):
     ]
     sensitive = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
     totals = np.bincount(sensitive, minlength=3)
-    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), None)
+    parents = (np.array([0, 0, 1]), np.array([0, 0]))  # (a, b) and (c), then the top
+    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), parents)
     models = [KAnonymity(draw(st.integers(1, 6)))]
     extra = draw(
         st.sampled_from(
             [
-                *("none", "distinct", "entropy", "recursive", "t-equal", "t-ordered", "risk"),
+                *("none", "distinct", "entropy", "recursive", "risk"),
+                *("t-equal", "t-ordered", "t-hierarchical"),
                 *("beta", "beta-enhanced", "delta", "sample-unique", "population-unique"),
                 "presence",
             ]
@@ -137,6 +146,59 @@ def test_search_matches_exhaustive_enumeration(case):
     assert found.node in {expected.node, *expected.ties}
 
 
+@st.composite
+def far_classes(draw):
+    """t-closeness with suppression on sensitive values that cluster with the quasi-identifiers
+    (classes far from the table's distribution): what the forced shares prune."""
+    hs = [draw(hierarchies(f"q{c}")) for c in range(draw(st.integers(2, 3)))]
+    n = draw(st.integers(30, 120))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    codes = [rng.integers(0, len(h.values), n) for h in hs]
+    noise = draw(st.sampled_from([0.3, 0.6, 0.9]))
+    sensitive = np.where(rng.random(n) < noise, rng.integers(0, 3, n), codes[0] % 3)
+    totals = np.bincount(sensitive, minlength=3)
+    parents = (np.array([0, 0, 1]), np.array([0, 0]))
+    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), parents)
+    distance = draw(st.sampled_from(["equal", "ordered", "hierarchical"]))
+    models = [
+        KAnonymity(draw(st.integers(1, 4))),
+        TCloseness("s", draw(st.sampled_from([0.1, 0.2, 0.3, 0.45])), distance),
+    ]
+    problem = Problem.build(
+        hs,
+        codes,
+        models=models,
+        sensitive={"s": sensitive},
+        infos={"s": info},
+        suppression_limit=draw(st.sampled_from([0.05, 0.1, 0.2, 0.4])),
+    )
+    return problem, draw(st.sampled_from(["precision", "loss", "entropy"]))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(far_classes())
+def test_what_a_node_suppresses_bounds_every_node_below(case):
+    """The floor the search prunes with: every node at or below a checked one suppresses at
+    least its ``suppressed_below`` (its monotone suppression and the forced shares)."""
+    problem, _ = case
+    evaluator = Evaluator(problem)
+    lattice = problem.lattice
+    suppressed = np.array(
+        [evaluator.assess(lattice.node(i)).suppressed for i in range(lattice.size)]
+    )
+    grid = suppressed.reshape(lattice.shape)
+    for index in range(lattice.size):
+        node = lattice.node(index)
+        floor = evaluator.assess(node, complete=False).suppressed_below
+        assert grid[lattice.below(node)].min() >= floor
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(far_classes())
+def test_search_with_forced_shares_matches_exhaustive_enumeration(case):
+    test_search_matches_exhaustive_enumeration.hypothesis.inner_test(case)
+
+
 class _NoisyGuide(SuppressionGuide):
     """A guide whose guesses are noise: they may cost checks, never the optimum."""
 
@@ -174,6 +236,21 @@ def test_group_rows_dense_and_sparse_agree():
     sparse_first, sparse = group_rows(keys * 10**9, 50 * 10**9, [weights])
     assert dense[0].tolist() == sparse[0].tolist()
     assert (keys[dense_first] == keys[sparse_first]).all()
+
+
+def test_group_sums_by_non_zero_cells_equal_the_dense_sums():
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 40, 300)
+    sizes = rng.integers(1, 4, 300)
+    counts = np.zeros((300, 7), dtype=np.int64)
+    np.add.at(counts, (np.arange(300), rng.integers(0, 7, 300)), sizes)  # one value per row
+    assert NonZero.worth(counts) and not NonZero.worth(counts + 1)
+    present, (totals, dense) = group_sums(keys, 40, [sizes, counts])
+    again, (_, by_cells) = group_sums(keys, 40, [sizes, NonZero.of(counts)])
+    assert (present == again).all() and (by_cells == dense).all()
+    assert (dense.sum(axis=1) == totals).all()
+    with pytest.raises(TypeError):
+        group_sums(keys, 40, [NonZero.of(counts)])
 
 
 def test_lattice_minimal_nodes():

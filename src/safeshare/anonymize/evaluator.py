@@ -18,6 +18,7 @@ hundred rows; the nodes whose classes shrink the most are remembered for later r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,6 +46,9 @@ class Assessment:
     feasible: bool
     feasible_monotone: bool
     complete: bool = True  # False: only the monotone models judged (feasible unknown: False)
+    # records that this node and every node below it suppress under every model (where kept
+    # classes stay kept when merged: Evaluator.suppression_monotone)
+    suppressed_below: int = 0
 
 
 class Evaluator:
@@ -67,6 +71,10 @@ class Evaluator:
         self._other_per_class = self._with_infos(m for m in self.other_models if m.per_class)
         self._monotone_table = [m for m in self.monotone_models if not m.per_class]
         self._all_table = [m for m in problem.models if not m.per_class]
+        # whether the other models bound what every node below a checked one suppresses
+        self._forcing = suppression and any(
+            type(m).forced_share is not PrivacyModel.forced_share for m, _ in self._other_per_class
+        )
         # whether kept classes stay kept when merged (so suppression shrinks going up)
         self.suppression_monotone = all(
             m.monotone(True) for m in self.monotone_models if m.per_class
@@ -149,7 +157,7 @@ class Evaluator:
         p = self.problem
         names = list(source.classes.sensitive)
         present, sums = group_sums(
-            keys, space, [source.classes.sizes, *(source.classes.sensitive[a] for a in names)]
+            keys, space, [source.classes.sizes, *(source.summable(a) for a in names)]
         )
         sizes = sums[0].astype(np.int64)
         sensitive = {a: sums[i + 1].astype(np.int64) for i, a in enumerate(names)}
@@ -202,34 +210,51 @@ class Evaluator:
         then False until judged completely)."""
         p = self.problem
         classes = groups.classes
-        kept_monotone = self._kept(self._monotone_per_class, classes)
         sizes = classes.sizes
-        if not complete and not self.fully_monotone:
-            suppressed_monotone = p.n - int(sizes[kept_monotone].sum())
-            feasible_monotone = suppressed_monotone <= p.max_suppressed and all(
-                m.table_ok(classes, kept_monotone) for m in self._monotone_table
-            )
+        kept_monotone = self._kept(self._monotone_per_class, classes)
+        suppressed_monotone = p.n - int(sizes[kept_monotone].sum())
+        feasible_monotone = suppressed_monotone <= p.max_suppressed and all(
+            m.table_ok(classes, kept_monotone) for m in self._monotone_table
+        )
+        complete = complete or self.fully_monotone
+        kept, below = kept_monotone, suppressed_monotone
+        if self._other_per_class and (complete or (self._forcing and feasible_monotone)):
+            among = np.flatnonzero(kept_monotone)  # (the others judge only these classes)
+            every = len(among) == len(classes)
+            kept_among, forced = self._others(classes if every else classes.subset(among), complete)
+            if forced is not None:
+                below += math.ceil(float(sizes[among] @ forced) - 1e-9)
+            if complete:
+                kept = kept_monotone.copy()
+                kept[among] = kept_among
+        if not complete:
             return Assessment(
                 groups.node, groups, kept_monotone, suppressed_monotone, suppressed_monotone,
-                False, feasible_monotone, complete=False,
+                False, feasible_monotone, complete=False, suppressed_below=below,
             )  # fmt: skip
-        kept = kept_monotone
-        if self._other_per_class:  # (judged only on the classes the monotone models keep)
-            kept = kept_monotone.copy()
-            among = np.flatnonzero(kept_monotone)
-            kept[among] = self._kept(self._other_per_class, classes.subset(among))
-        total = p.n  # (every node's classes hold every record)
-        suppressed_monotone = total - int(sizes[kept_monotone].sum())
-        suppressed = (
-            suppressed_monotone if kept is kept_monotone else total - int(sizes[kept].sum())
+        suppressed = suppressed_monotone if kept is kept_monotone else p.n - int(sizes[kept].sum())
+        feasible = suppressed <= p.max_suppressed and all(
+            m.table_ok(classes, kept) for m in self._all_table
         )
-        table_monotone = all(m.table_ok(classes, kept_monotone) for m in self._monotone_table)
-        table_all = all(m.table_ok(classes, kept) for m in self._all_table)
-        feasible_monotone = suppressed_monotone <= p.max_suppressed and table_monotone
-        feasible = suppressed <= p.max_suppressed and table_all
         return Assessment(
-            groups.node, groups, kept, suppressed, suppressed_monotone, feasible, feasible_monotone
-        )
+            groups.node, groups, kept, suppressed, suppressed_monotone, feasible,
+            feasible_monotone, suppressed_below=below,
+        )  # fmt: skip
+
+    def _others(self, classes: Classes, complete: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Which ``classes`` the models that are not monotone keep (all, unless ``complete``),
+        and the share of each that they force out at every node below (a model's
+        ``forced_share``, 0 exactly for the classes it keeps; None: nothing known)."""
+        kept = np.ones(len(classes), dtype=bool)
+        forced: np.ndarray | None = None
+        for model, info in self._other_per_class:
+            share = model.forced_share(classes, info) if self._forcing else None
+            if share is not None:
+                forced = share if forced is None else np.maximum(forced, share)
+                kept &= share == 0
+            elif complete:
+                kept &= model.class_ok(classes, info)
+        return kept, forced
 
     def _with_infos(
         self, models: Iterable[PrivacyModel]

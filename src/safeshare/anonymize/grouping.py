@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,25 +49,61 @@ def group_rows(
 
 
 _ONE_COUNT = 1 << 22  # (groups x columns) cells counted at once at most
+_SPARSE_SHARE = 0.5  # a count matrix is summed by its non-zero cells when at most this share
+
+
+@dataclass(frozen=True)
+class NonZero:
+    """A 2-D count matrix by its non-zero cells, for :func:`group_sums` to sum (rows of a fine
+    roll-up hold one or two values of a sensitive attribute: a few cells of each row).
+
+    >>> cells = NonZero.of(np.array([[0, 2, 0], [1, 0, 0], [0, 0, 0], [0, 0, 3]]))
+    >>> cells.rows.tolist(), cells.columns.tolist(), cells.values.tolist()
+    ([0, 1, 3], [1, 0, 2], [2.0, 1.0, 3.0])
+    """
+
+    rows: np.ndarray
+    columns: np.ndarray
+    values: np.ndarray
+    width: int
+
+    @classmethod
+    def of(cls, matrix: np.ndarray) -> NonZero:
+        rows, columns = np.nonzero(matrix)
+        return cls(rows, columns, matrix[rows, columns].astype(np.float64), matrix.shape[1])
+
+    @staticmethod
+    def worth(matrix: np.ndarray) -> bool:
+        """Whether few enough cells of ``matrix`` (2-D) are non-zero to sum it by them."""
+        return matrix.ndim == 2 and bool(np.count_nonzero(matrix) <= _SPARSE_SHARE * matrix.size)
 
 
 def group_sums(
-    keys: np.ndarray, space: int, weights: Sequence[np.ndarray]
+    keys: np.ndarray, space: int, weights: Sequence[np.ndarray | NonZero]
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The keys present (ascending) and each weight's sums per key, by counting in ``space``."""
-    total = np.bincount(keys, weights=weights[0], minlength=space)
+    """The keys present (ascending) and each weight's sums per key, by counting in ``space``
+    (a :class:`NonZero` matrix is summed by its non-zero cells)."""
+    counts = weights[0]
+    if isinstance(counts, NonZero):
+        raise TypeError("the first weights are the rows' record counts: one number per row")
+    total = np.bincount(keys, weights=counts, minlength=space)
     present = np.flatnonzero(total > 0)  # (nonzero on floats is ten times slower)
     sums = [total[present]]
     dense = None
     for w in weights[1:]:
+        if isinstance(w, NonZero):
+            if dense is None:
+                dense = _dense_ids(keys, space, present)
+            cells = dense[w.rows] * w.width + w.columns
+            flat = np.bincount(cells, weights=w.values, minlength=len(present) * w.width)
+            sums.append(flat.reshape(len(present), w.width))
+            continue
         width = math.prod(w.shape[1:])
         columns = w.reshape(len(w), width)
         shape = (len(present), *w.shape[1:])
         if width and len(present) * width <= _ONE_COUNT:  # one count over (group, column)
             if dense is None:
-                index = np.empty(space, dtype=np.intp)
-                index[present] = np.arange(len(present), dtype=np.intp)
-                dense = index[keys]
+                dense = _dense_ids(keys, space, present)
             pairs = (dense[:, None] * width + np.arange(width)).ravel()
             flat = np.bincount(pairs, weights=columns.ravel(), minlength=len(present) * width)
             sums.append(flat.reshape(shape))
@@ -76,6 +113,13 @@ def group_sums(
         ]
         sums.append(np.stack(summed, axis=1).reshape(shape) if summed else np.zeros(shape))
     return present, sums
+
+
+def _dense_ids(keys: np.ndarray, space: int, present: np.ndarray) -> np.ndarray:
+    """Each row's group as an index into ``present``."""
+    index = np.empty(space, dtype=np.intp)
+    index[present] = np.arange(len(present), dtype=np.intp)
+    return index[keys]
 
 
 def representatives(keys: np.ndarray, space: int, present: np.ndarray) -> np.ndarray:

@@ -102,7 +102,8 @@ class _Heuristic:
         # per column, each level's share of the bound (indexed by absolute level)
         self.costs = [weights[c] * v for c, v in enumerate(values or [])]
         self.checks: dict[tuple[int, ...], _Check] = {}
-        # the maximal checked nodes that break the monotone models (every node below does)
+        # the maximal checked nodes that break the monotone models or suppress too many
+        # (every node below does)
         self.broken = _Rows(len(self.lo))
         # checked nodes that suppress records under them: a count bounds every node below
         self.floors = _Rows(len(self.lo))
@@ -135,11 +136,16 @@ class _Heuristic:
         score = self.evaluator.score(a, self.metric) if a.feasible else math.inf
         found = _Check(a.feasible, a.feasible_monotone, a.suppressed_monotone, a.suppressed, score)
         self.checks[node] = found
-        if not a.feasible_monotone:
+        # (what it suppresses, every node below suppresses too, when kept classes stay kept
+        # merged: the cone below suppresses too many, or costs at least that)
+        below = a.suppressed_below if self.evaluator.suppression_monotone else 0
+        if not a.feasible_monotone or below > self.problem.max_suppressed:
             self.broken.add_maximal(node)
-        elif self.uses_floor and a.suppressed_monotone:
-            self.floors.add(node, a.suppressed_monotone)
-        self.guide.learn(node, a.suppressed_monotone, a.feasible_monotone)
+        elif self.uses_floor and below:
+            self.floors.add(node, below)
+        limit = self.problem.max_suppressed
+        suppressed = max(a.suppressed_monotone, below)
+        self.guide.learn(node, suppressed, a.feasible_monotone and suppressed <= limit)
         if score < self.best_score - _EPS:
             self.best_score, self.best_node, self.best_suppressed = score, node, a.suppressed
         return found

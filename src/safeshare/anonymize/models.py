@@ -84,24 +84,44 @@ class SensitiveInfo:
     totals: np.ndarray
     order: np.ndarray | None = None
     parents: tuple[np.ndarray, ...] | None = None
-    # side by side for every level of ``parents``, the 0/1 matrix that sums a row over the
-    # values into their ancestors' at that level, and where each level's columns start
+    # the input table's share of each value
+    shares: np.ndarray = field(init=False, repr=False, compare=False)
+    # side by side for every level of ``parents`` (level 0: the values themselves), the 0/1
+    # matrix that sums a row over the values into their ancestors' at that level, and where
+    # each level's columns start
     ancestors: np.ndarray = field(init=False, repr=False, compare=False)
     level_starts: np.ndarray = field(init=False, repr=False, compare=False)
+    # the weights of the levels' norms N_0..N_h in the hierarchical distance:
+    # (N_0 + ... + N_{h-1} - h N_h) / 2h
+    telescoped: np.ndarray = field(init=False, repr=False, compare=False)
+    _farthest: dict[str, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        blocks: list[np.ndarray] = []
-        starts: list[int] = []
-        ancestor = np.arange(len(self.values))
+        m = len(self.values)
+        blocks: list[np.ndarray] = [np.eye(m)]
+        ancestor = np.arange(m)
         for parent in self.parents or ():
             ancestor = parent[ancestor]
-            block = np.zeros((len(self.values), int(ancestor.max(initial=0)) + 1))
-            block[np.arange(len(self.values)), ancestor] = 1.0
-            starts.append(sum(b.shape[1] for b in blocks))
+            block = np.zeros((m, int(ancestor.max(initial=0)) + 1))
+            block[np.arange(m), ancestor] = 1.0
             blocks.append(block)
-        stacked = np.hstack(blocks) if blocks else np.zeros((len(self.values), 0))
-        object.__setattr__(self, "ancestors", stacked)
-        object.__setattr__(self, "level_starts", np.asarray(starts, dtype=np.intp))
+        starts = np.cumsum([0] + [b.shape[1] for b in blocks[:-1]])
+        object.__setattr__(self, "ancestors", np.hstack(blocks))
+        object.__setattr__(self, "level_starts", starts.astype(np.intp))
+        height = len(blocks) - 1
+        telescoped = np.ones(height + 1)
+        telescoped[-1] = -height
+        object.__setattr__(self, "telescoped", telescoped / max(2 * height, 1))
+        totals = np.asarray(self.totals, dtype=np.float64)
+        object.__setattr__(self, "shares", totals / max(float(totals.sum()), 1.0))
+        object.__setattr__(self, "_farthest", {})
+
+    def farthest(self, distance: str) -> float:
+        """The largest distance a class can lie from the table: that of a class holding a
+        single value (the EMD is convex, so its maximum is at a vertex)."""
+        if distance not in self._farthest:
+            self._farthest[distance] = float(emd(np.eye(len(self.values)), self, distance).max())
+        return self._farthest[distance]
 
 
 class PrivacyModel:
@@ -122,6 +142,11 @@ class PrivacyModel:
     def table_ok(self, classes: Classes, kept: np.ndarray) -> bool:
         """Whether the kept classes together satisfy the model (table-wide models)."""
         return True
+
+    def forced_share(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray | None:
+        """Per class, a share of its records that every finer node suppresses, however it
+        splits the class (``None``: none known); 0 exactly for the classes the model keeps."""
+        return None
 
     def achieved(
         self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None
@@ -412,6 +437,7 @@ class RecursiveCLDiversity(PrivacyModel):
 
 
 DISTANCES = ("equal", "ordered", "hierarchical")
+_TOLERANCE = 1e-12  # a distance this far over t still satisfies it (rounding)
 
 
 def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
@@ -421,10 +447,8 @@ def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
     ``i, j`` at distance ``|rank_i - rank_j| / (m - 1)``; ``hierarchical``: at the height of
     their lowest common ancestor over the hierarchy's height (Li et al., ICDE 2007).
     """
-    totals = counts.sum(axis=1, keepdims=True).astype(np.float64)
-    p = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
-    q = info.totals / max(float(info.totals.sum()), 1.0)
-    diff = p - q[None, :]
+    totals = counts.sum(axis=1, keepdims=True)
+    diff = counts / np.maximum(totals, 1) - info.shares
     m = diff.shape[1]
     if distance == "equal" or m < 2:
         return 0.5 * np.abs(diff).sum(axis=1)
@@ -438,16 +462,12 @@ def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
                 f"hierarchical t-closeness on {info.name!r} needs a hierarchy for it"
             )
         # at level l the mass moved within each ancestor is min(surplus, deficit) =
-        # (sum of |its children's excess| - |its excess|) / 2, so the cost telescopes over the
-        # levels' L1 norms of the excess per ancestor
-        height = len(info.level_starts)
-        if not height or not len(diff):
+        # (N_{l-1} - N_l) / 2, N_l the L1 norm of the excess per ancestor at level l (N_0 per
+        # value); weighted by l / h the moves telescope (SensitiveInfo.telescoped)
+        if len(info.level_starts) < 2 or not len(diff):
             return np.zeros(len(diff))
-        lifted = np.abs(diff @ info.ancestors)
-        norms = np.add.reduceat(lifted, info.level_starts, axis=1)  # (classes, levels)
-        norms = np.concatenate([np.abs(diff).sum(axis=1, keepdims=True), norms], axis=1)
-        moved = (norms[:, :-1] - norms[:, 1:]) / 2
-        return moved @ (np.arange(1, height + 1) / height)
+        norms = np.add.reduceat(np.abs(diff @ info.ancestors), info.level_starts, axis=1)
+        return norms @ info.telescoped
     raise AnonymizationError(f"unknown t-closeness distance {distance!r}; use one of {DISTANCES}")
 
 
@@ -479,7 +499,18 @@ class TCloseness(PrivacyModel):
         return emd(_counts(classes, self.attribute), info, self.distance)
 
     def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
-        return self._distance(classes, info) <= self.t + 1e-12
+        return self._distance(classes, info) <= self.t + _TOLERANCE
+
+    def forced_share(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
+        """The EMD is convex: the parts a class at distance ``d`` splits into lie at ``d`` on
+        average (weighted by size); those kept lie within ``t`` and the others at most
+        ``d_max`` (a single value's distance), so a share ``(d - t) / (d_max - t)`` or more
+        of the class is suppressed however it splits."""
+        if info is None:
+            raise AnonymizationError(f"t-closeness on {self.attribute!r} needs its distribution")
+        excess = self._distance(classes, info) - (self.t + _TOLERANCE)
+        room = max(info.farthest(self.distance) - self.t, _TOLERANCE)
+        return np.clip(excess / room, 0.0, 1.0)
 
     def achieved(
         self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None

@@ -36,6 +36,7 @@ import numpy as np
 
 from safeshare.anonymize.grouping import (
     KEY_LIMIT,
+    NonZero,
     dense_limit,
     group_rows,
     group_sums,
@@ -125,7 +126,7 @@ class NodeClasses:
     are then picked when first read (most nodes are never rolled up from).
     """
 
-    __slots__ = ("_chunking", "_chunks", "_rep", "classes", "node")
+    __slots__ = ("_chunking", "_chunks", "_rep", "_summable", "classes", "node")
 
     def __init__(
         self,
@@ -146,6 +147,17 @@ class NodeClasses:
         else:
             raise TypeError("NodeClasses needs chunks, or source chunks with keys")
         self._rep: np.ndarray | None = None
+        self._summable: dict[str, np.ndarray | NonZero] = {}
+
+    def summable(self, name: str) -> np.ndarray | NonZero:
+        """The counts of sensitive attribute ``name`` as a roll-up from these classes sums them:
+        by their non-zero cells where few are (fine classes hold a value or two each)."""
+        found = self._summable.get(name)
+        if found is None:
+            counts = self.classes.sensitive[name]
+            found = NonZero.of(counts) if NonZero.worth(counts) else counts
+            self._summable[name] = found
+        return found
 
     @property
     def chunks(self) -> np.ndarray:

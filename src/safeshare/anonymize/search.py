@@ -17,7 +17,9 @@ suppressed; for precision the suppressed count known from a coarser node adds to
 2. **Settling**: every node whose bound is under the cutoff must be either ruled out or
    scored.  A check rules out a whole cone below the node checked: if it violates the models,
    every node below does; and its suppressed count (under the models that stay monotone with
-   suppression) bounds that of every node below, which may put them all over the cutoff.
+   suppression, plus the share of each class that the others force out however it splits:
+   t-closeness's, by the convexity of the distance) bounds that of every node below, which
+   may put them all over the cutoff or over the suppression limit.
    The higher the node checked, the larger its cone, but the likelier it satisfies the
    models.  So, taking the unsettled nodes highest bound first, a *guide* (a model of the
    suppressed count learnt from the checks so far, :mod:`safeshare.anonymize.guide`) walks a
@@ -123,7 +125,7 @@ class _Search:
         self.assessed: dict[int, Assessment] = {}
         self.checked = np.zeros(lattice.size, dtype=bool)
         self.n = max(problem.n, 1)
-        limit = problem.max_suppressed
+        self.limit = limit = problem.max_suppressed
         # with a separable model a satisfying node costs at most its bound + the suppressed share
         self.slack = limit / self.n if metric in ("precision", "loss", "ncp") else math.inf
         self.cutoff = math.inf  # no optimum lies above this bound
@@ -149,15 +151,23 @@ class _Search:
         suppressed = assessment.suppressed_monotone
         if assessment.feasible_monotone:
             self.grid[lattice.above(node)] = 1
-            if self.uses_floor and suppressed:  # (below a violating node all violate)
+            # (what it suppresses, every node below suppresses too, when the kept classes stay
+            # kept merged; below a node that violates the models all do)
+            below = assessment.suppressed_below if self.evaluator.suppression_monotone else 0
+            suppressed = max(suppressed, below)
+            if below:
                 cone = self.floor[lattice.below(node)]
-                np.maximum(cone, suppressed, out=cone)
+                np.maximum(cone, below, out=cone)
+            if below > self.limit:  # (every node below suppresses too many)
+                self.grid[lattice.below(node)] = -1
             if self.evaluator.fully_monotone:
                 self.cutoff = min(self.cutoff, float(self.bounds[index]) + self.slack)
             self._lower_cutoff(index, assessment)
         else:
             self.grid[lattice.below(node)] = -1
-        self.guide.learn(node, suppressed, assessment.feasible_monotone)
+        self.guide.learn(
+            node, suppressed, assessment.feasible_monotone and suppressed <= self.limit
+        )
         return assessment
 
     def _lower_cutoff(self, index: int, assessment: Assessment) -> None:
@@ -188,9 +198,9 @@ class _Search:
     def _covers(self, start: int, index: int) -> bool:
         """Whether checking ``index`` (above ``start``) settles ``start``."""
         assessment = self._get(index)
-        if not assessment.feasible_monotone:
+        if not assessment.feasible_monotone or assessment.suppressed_below > self.limit:
             return True
-        return self.uses_floor and self._reach(start, assessment.suppressed_monotone) > (
+        return self.uses_floor and self._reach(start, assessment.suppressed_below) > (
             self.cutoff + _EPS
         )
 
@@ -259,12 +269,18 @@ class _Search:
             reach = bounds[block]
             if self.uses_floor:
                 reach = reach + self.at_least[block] * (1 - reach) / self.n
-            starts = block[(state[block] == 0) & ~checked[block] & (reach <= self.cutoff + _EPS)]
+            starts = block[
+                (state[block] == 0)
+                & ~checked[block]
+                & (reach <= self.cutoff + _EPS)
+                & (self.at_least[block] <= self.limit)
+            ]
             width = _BLOCK if len(starts) else 2 * width
             for start in starts.tolist():
                 if (
                     state[start] == 0
                     and not checked[start]
+                    and self.at_least[start] <= self.limit
                     and self._reach(start) <= (self.cutoff + _EPS)
                 ):
                     self._settle_from(start)
@@ -312,7 +328,9 @@ class _Search:
         if not (state > 0).any() and not any(a.feasible for a in self.assessed.values()):
             raise no_solution(problem, evaluator)
         reachable = bounds + self.at_least * (1 - bounds) / n if self.uses_floor else bounds
-        candidates = (state >= 0) & (reachable <= self.cutoff + _EPS)
+        candidates = (
+            (state >= 0) & (reachable <= self.cutoff + _EPS) & (self.at_least <= self.limit)
+        )
         if evaluator.fully_monotone and problem.max_suppressed == 0:
             minimal = np.zeros(lattice.size, dtype=bool)
             minimal[lattice.minimal(self.grid > 0)] = True
