@@ -55,6 +55,12 @@ def hierarchies(draw, name):
     return Hierarchy.from_rows(name, rows)
 
 
+def _sensitive_info(totals: np.ndarray) -> SensitiveInfo:
+    """Values a, b, c (ordered c < a < b; a and b share a parent, c its own, then the top)."""
+    parents = (np.array([0, 0, 1]), np.array([0, 0]))
+    return SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), parents)
+
+
 @st.composite
 def problems(draw):
     d = draw(st.integers(1, 3))
@@ -66,8 +72,7 @@ def problems(draw):
     ]
     sensitive = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))
     totals = np.bincount(sensitive, minlength=3)
-    parents = (np.array([0, 0, 1]), np.array([0, 0]))  # (a, b) and (c), then the top
-    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), parents)
+    info = _sensitive_info(totals)
     models = [KAnonymity(draw(st.integers(1, 6)))]
     extra = draw(
         st.sampled_from(
@@ -157,21 +162,17 @@ def far_classes(draw):
     noise = draw(st.sampled_from([0.3, 0.6, 0.9]))
     sensitive = np.where(rng.random(n) < noise, rng.integers(0, 3, n), codes[0] % 3)
     totals = np.bincount(sensitive, minlength=3)
-    parents = (np.array([0, 0, 1]), np.array([0, 0]))
-    info = SensitiveInfo("s", ("a", "b", "c"), totals, np.array([2, 0, 1]), parents)
+    info = _sensitive_info(totals)
     distance = draw(st.sampled_from(["equal", "ordered", "hierarchical"]))
     models = [
         KAnonymity(draw(st.integers(1, 4))),
         TCloseness("s", draw(st.sampled_from([0.1, 0.2, 0.3, 0.45])), distance),
     ]
+    limit = draw(st.sampled_from([0.05, 0.1, 0.2, 0.4]))
     problem = Problem.build(
-        hs,
-        codes,
-        models=models,
-        sensitive={"s": sensitive},
-        infos={"s": info},
-        suppression_limit=draw(st.sampled_from([0.05, 0.1, 0.2, 0.4])),
-    )
+        hs, codes, models=models, sensitive={"s": sensitive}, infos={"s": info},
+        suppression_limit=limit,
+    )  # fmt: skip
     return problem, draw(st.sampled_from(["precision", "loss", "entropy"]))
 
 
