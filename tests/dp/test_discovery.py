@@ -6,8 +6,9 @@ import pytest
 
 from safeshare.data import Domain, Kind, Table
 from safeshare.dp import Randomness, Target, plan_discovery
-from safeshare.dp.discovery import _outward, _tail, gaussian_tail_bound, numeric_grid
+from safeshare.dp.discovery import gaussian_tail_bound
 from safeshare.dp.events import ThresholdedGaussianEvent
+from safeshare.dp.ranges import _outward, _tail, numeric_grid
 from safeshare.errors import BudgetError
 
 
@@ -104,7 +105,7 @@ def test_a_thin_tail_keeps_its_range_and_decoding_follows_the_noisy_histogram():
 
 
 def test_a_range_no_single_cell_shows_starts_at_the_blocks_that_do() -> None:
-    from safeshare.dp.discovery import occupied_range, occupied_threshold
+    from safeshare.dp.ranges import occupied_range, occupied_threshold
 
     # 40 records at each age 17..90 on a 1,100-cell grid, noise sigma 30: no cell clears its
     # threshold (~156), but the 32-cell blocks [32, 64) and [64, 96) clear theirs (~907),
@@ -177,7 +178,7 @@ def test_two_resolutions_cost_what_one_histogram_costs() -> None:
 
 
 def test_a_point_mass_is_a_bin_of_its_own_and_the_tail_keeps_the_other_bins() -> None:
-    from safeshare.dp.discovery import _equal_mass_edges
+    from safeshare.dp.ranges import _equal_mass_edges
 
     cell_edges = np.arange(0.0, 101.0)
     mass = np.full(100, 1.0)
