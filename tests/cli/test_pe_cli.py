@@ -71,6 +71,10 @@ def test_a_missing_faiss_is_refused_before_any_spend(
     assert not (tmp_path / "o").exists() and not Ledger(ledger).datasets()
 
 
+SERVED = ["--method", "pe", "--text-column", "t", "--api", "openai-compatible"]
+SERVED += ["--base-url", "http://127.0.0.1:1/v1", "--model", "tiny"]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -81,6 +85,9 @@ def test_a_missing_faiss_is_refused_before_any_spend(
         (["--text-column", "text"], "--text-column needs --method pe"),
         (["--method", "pe", "--text-column", "t", "--api", "openai-compatible"], "--base-url"),
         (["--method", "pe", "--text-column", "t", "--api", "local"], "--model PATH"),
+        ([*SERVED, "--temperature", "3"], "--temperature 3.0: 0 to 2"),
+        ([*SERVED, "--rate", "0"], "--rate 0.0: more than 0"),
+        ([*SERVED, "--token-prices", "0.15"], "--token-prices '0.15': give two numbers"),
     ],
 )
 def test_refusals_are_one_line_and_cost_nothing(
@@ -117,7 +124,12 @@ class Reviews(BaseHTTPRequestHandler):
             label = user.split()[3]
             topics = user.rsplit(":", 1)[-1].strip().rstrip(".")
             text = f"The {topics} were {'great' if label == 'positive' else 'awful'}."
-        self._send(200, {"choices": [{"message": {"role": "assistant", "content": text}}]})
+        usage = {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}
+        with state["lock"]:  # what the server bills (words stand for tokens)
+            state["billed"] = [a + b for a, b in zip(state["billed"], usage.values(), strict=True)]
+            state["temperatures"].add(body["temperature"])
+        message = {"role": "assistant", "content": text}
+        self._send(200, {"choices": [{"message": message}], "usage": usage})
 
     def _send(self, status: int, payload: Any) -> None:
         data = json.dumps(payload).encode()
@@ -131,7 +143,10 @@ class Reviews(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Reviews)
-    httpd.state = {"requests": 0, "random": 0, "budget": 10**9, "lock": threading.Lock()}  # type: ignore[attr-defined]
+    httpd.state = {  # type: ignore[attr-defined]
+        **{"requests": 0, "random": 0, "budget": 10**9, "lock": threading.Lock()},
+        **{"billed": [0, 0], "temperatures": set()},
+    }
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -159,6 +174,7 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     argv += ["label", "--label-names", "0=negative,1=positive", "--api", "openai-compatible"]
     argv += ["--base-url", url, "--model", "tiny", "--epsilon", "4", "--delta", "1e-5"]
     argv += ["--iterations", "2", "--samples", "10", "--seed", "0", "--holdout-fraction", "0"]
+    argv += ["--temperature", "0.7", "--rate", "1000", "--token-prices", "0.15,0.60"]
     argv += ["--checkpoint", folder, "--ledger", ledger, "--out", tmp_path / "out"]
     # 10 samples per label and step: label 0 needs 20 replies, label 1's first 10 + 5 of its next
     server.state["budget"] = 35  # type: ignore[attr-defined]
@@ -167,6 +183,7 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert code == 2 and "HTTP 400" in message and "Traceback" not in err
     assert "resume without spending the budget again: safeshare synthesize" in message
     assert f"--checkpoint {folder}" in message and not (tmp_path / "out").exists()
+    assert "--temperature 0.7 --rate 1000.0 --token-prices 0.15,0.60" in message
 
     # a copy of the folder that lost its populations but kept its receipt is refused: it
     # would measure the lost histograms again without a charge
@@ -175,7 +192,7 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     lost = tmp_path / "lost"
     lost.mkdir()
     shutil.copy(folder / "spend.json", lost / "spend.json")
-    server.state.update(requests=0, random=0, budget=10**9)  # type: ignore[attr-defined]
+    server.state.update(requests=0, random=0, budget=10**9, billed=[0, 0])  # type: ignore[attr-defined]
     code, _, err = run([*argv[:-6], "--checkpoint", lost, *argv[-4:]], capsys)
     assert code == 2 and "measured histogram" in " ".join(err.split()), err
     assert server.state["requests"] == 0  # type: ignore[attr-defined]
@@ -192,5 +209,11 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     card = json.loads((tmp_path / "out" / "card.json").read_text())
     assert card.keys() >= set(HEADER_FIELDS) and (card["method"], card["data"]) == ("pe", "text")
     assert card["model"]["api"]["base_url"] == url and card["model"]["api"]["model"] == "tiny"
+    # the run's requests and the tokens the server billed, priced per million tokens
+    usage, (prompt, completion) = card["model"]["api"]["usage"], server.state["billed"]  # type: ignore[attr-defined]
+    assert usage["requests"] == server.state["requests"]  # type: ignore[attr-defined]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion) > (0, 0)
+    assert usage["cost"] == pytest.approx((0.15 * prompt + 0.60 * completion) / 1e6, abs=1e-6)
+    assert server.state["temperatures"] == {0.7}  # type: ignore[attr-defined]
     assert any("resumed from the checkpoint" in n for n in card["notes"])
     assert set(pd.read_csv(tmp_path / "out" / "synthetic.csv")["label"]) <= {0, 1}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table as RichTable
 
 from safeshare.cli._output import finish, progress_bar, stdout, styled
+from safeshare.errors import InputError
 from safeshare.synth.pe.backends import TextBackend
 
 if TYPE_CHECKING:
@@ -30,6 +31,26 @@ def resume_command(data: str, options: dict[str, object]) -> str:
     return shlex.join(words)
 
 
+def parse_token_prices(text: str | None) -> tuple[float, float] | None:
+    """``--token-prices IN,OUT``: the prices per million prompt and completion tokens.
+
+    >>> parse_token_prices("0.15,0.60")
+    (0.15, 0.6)
+    """
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        if len(parts) == 2:
+            return float(parts[0]), float(parts[1])
+    except ValueError:
+        pass
+    raise InputError(
+        f"--token-prices {text!r}: give two numbers, the prices per million prompt and "
+        "completion tokens, e.g. 0.15,0.60"
+    )
+
+
 def release_text_command(given: ReleaseArguments) -> None:
     """Run :func:`safeshare.release.text.release_text` and print what it wrote."""
     from safeshare.release.text import (
@@ -45,6 +66,12 @@ def release_text_command(given: ReleaseArguments) -> None:
         model=given.model,
         api_key_env=given.api_key_env,
         max_new_tokens=given.max_new_tokens,
+        concurrency=given.concurrency,
+        retries=given.retries,
+        timeout=given.timeout,
+        temperature=given.temperature,
+        rate=given.rate,
+        token_prices=parse_token_prices(given.token_prices),
         vocabulary=given.vocabulary,
         prompts=given.prompts,
     )
@@ -92,6 +119,7 @@ def _resume_options(given: ReleaseArguments) -> dict[str, object]:
         "--model": given.model,
         "--api-key-env": given.api_key_env if given.api == "openai-compatible" else None,
         "--max-new-tokens": given.max_new_tokens if given.api != "word" else None,
+        **_server_options(given),
         "--vocabulary": given.vocabulary,
         "--prompts": given.prompts,
         "--epsilon": given.epsilon,
@@ -109,6 +137,20 @@ def _resume_options(given: ReleaseArguments) -> dict[str, object]:
         "--checkpoint": given.checkpoint,
         "--out": given.out,
         "--force": given.force,
+    }
+
+
+def _server_options(given: ReleaseArguments) -> dict[str, object]:
+    """The flags of the server's client, for a run against an openai-compatible server."""
+    if given.api != "openai-compatible":
+        return {}
+    return {
+        "--concurrency": given.concurrency,
+        "--retries": given.retries,
+        "--timeout": given.timeout,
+        "--temperature": given.temperature,
+        "--rate": given.rate,
+        "--token-prices": given.token_prices,
     }
 
 
@@ -133,6 +175,14 @@ def _summary(card: dict[str, Any], out: Path) -> None:
             "utility",
             f"classifier accuracy on unseen records {classifier['accuracy_synthetic']:.3f} "
             f"(trained on real text: {classifier['accuracy_real']:.3f})",
+        )
+    usage = card["model"]["api"].get("usage")
+    if usage:
+        cost = f", cost {usage['cost']:.4g}" if "cost" in usage else ""
+        table.add_row(
+            "model api",
+            f"{usage['requests']} requests, {usage['prompt_tokens']} prompt and "
+            f"{usage['completion_tokens']} completion tokens as the server reported them{cost}",
         )
     copies = card["metrics"].get("copies_of_train")
     if copies:

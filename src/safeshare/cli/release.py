@@ -147,6 +147,30 @@ class ReleaseArguments:
         help="pe text: the environment variable holding the API key.", default="OPENAI_API_KEY"
     )
     max_new_tokens: int = option(help="pe text: longest reply, in tokens.", default=64)
+    concurrency: int = option(
+        help="pe text, openai-compatible: requests in flight at once.", default=8
+    )
+    retries: int = option(
+        help="pe text, openai-compatible: retries of a failed request (connection errors, 408, "
+        "429, 5xx), with jittered exponential backoff.",
+        default=4,
+    )
+    timeout: float = option(
+        help="pe text, openai-compatible: seconds to wait for one reply.", default=120.0
+    )
+    temperature: float = option(
+        help="pe text, openai-compatible: the sampling temperature sent to the model.",
+        default=1.0,
+    )
+    rate: float | None = option(
+        help="pe text, openai-compatible: requests started per second at most (default: no limit).",
+        default=None,
+    )
+    token_prices: str | None = option(
+        help="pe text, openai-compatible: prices per million prompt and completion tokens, e.g. "
+        "0.15,0.60: the card then gives the run's cost from the tokens the server reported.",
+        default=None,
+    )
     vocabulary: Path | None = option(
         help="pe text: a public vocabulary file (templates, words; default: reviews).", default=None
     )

@@ -40,6 +40,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(503, {"error": "busy"}, {"Retry-After": "0"})
         if body.get("model") != "tiny":
             return self._send(400, {"error": "unknown model"})
+        if state["completion_only"] and "max_tokens" in body:  # as OpenAI's reasoning models
+            message = (
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead."
+            )
+            return self._send(400, {"error": {"message": message}})
         user = body["messages"][-1]["content"]
         if "Fill each blank" in user:
             text = user.splitlines()[-1].replace("_", "nice")
@@ -49,7 +55,12 @@ class Handler(BaseHTTPRequestHandler):
             text = "I'll create a sentence based on your feedback: " + text
             state["meta"] -= 1
         state["empty"] = max(0, state["empty"] - 1)
-        reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+        reply: dict[str, Any] = {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]
+        }
+        if state["usage"]:  # what the server bills: words stand for tokens here
+            usage = {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}
+            reply["usage"] = usage
         self._send(200, reply)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -67,7 +78,10 @@ class Handler(BaseHTTPRequestHandler):
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
     monkeypatch.setenv("TEST_LLM_KEY", "sekrit")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.state = {"requests": 0, "bodies": [], "fail": 0, "empty": 0, "meta": 0}  # type: ignore[attr-defined]
+    httpd.state = {  # type: ignore[attr-defined]
+        **{"requests": 0, "bodies": [], "fail": 0, "empty": 0, "meta": 0},
+        **{"usage": True, "completion_only": False},
+    }
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -95,14 +109,59 @@ def test_random_and_vary_speak_the_protocol(server: ThreadingHTTPServer) -> None
     assert len({b["seed"] for b in bodies[:6]}) == 6  # one seed per request, from the rng
 
 
-def test_busy_server_is_retried_with_backoff(server: ThreadingHTTPServer) -> None:
+def test_busy_server_is_retried_with_jittered_backoff(server: ThreadingHTTPServer) -> None:
     server.state["fail"] = 2  # type: ignore[attr-defined]
     waits: list[float] = []
     chat = client(server, concurrency=1, backoff=0.5, sleep=waits.append)
     assert chat.chat([{"role": "user", "content": "Write one short negative review"}]) == (
         "a negative text"
     )
-    assert [w for w in waits if w > 0] == [0.5, 1.0]  # exponential backoff (Retry-After: 0)
+    first, second = [w for w in waits if w > 0]  # (Retry-After: 0 sleeps 0)
+    assert 0.25 <= first <= 0.5 and 0.5 <= second <= 1.0  # half the step, plus up to half
+    many = [client(server, backoff=1.0)._wait(3) for _ in range(200)]
+    assert min(many) >= 2.0 and max(many) <= 4.0 and len(set(many)) > 150
+
+
+def test_the_tokens_each_reply_reports_are_added_up(server: ThreadingHTTPServer) -> None:
+    chat = client(server, concurrency=3)
+    conversations = [[{"role": "user", "content": f"Write one short {w} review"}] for w in "abc"]
+    assert chat.chat_many(conversations, seed=0) == ["a a text", "a b text", "a c text"]
+    assert chat.usage.to_dict() == {
+        "requests": 3, "prompt_tokens": 15, "completion_tokens": 9, "requests_without_usage": 0,
+    }  # fmt: skip
+    assert chat.usage.cost((1.0, 2.0)) == pytest.approx((15 * 1.0 + 9 * 2.0) / 1e6)
+    server.state["usage"] = False  # type: ignore[attr-defined]
+    chat.chat([{"role": "user", "content": "Write one short d review"}])
+    assert chat.usage.requests == 4 and chat.usage.unreported == 1
+
+
+def test_a_model_that_rejects_max_tokens_is_asked_with_max_completion_tokens(
+    server: ThreadingHTTPServer,
+) -> None:
+    state = server.state  # type: ignore[attr-defined]
+    state["completion_only"] = True
+    chat = client(server, concurrency=1, retries=0, max_tokens=50)
+    assert chat.chat([{"role": "user", "content": "Write one short e review"}]) == "a e text"
+    chat.chat([{"role": "user", "content": "Write one short f review"}])
+    sent = [b.get("max_tokens", b.get("max_completion_tokens")) for b in state["bodies"]]
+    assert state["requests"] == 3 and sent == [50, 50, 50]  # one refusal, then never again
+    assert "max_completion_tokens" in state["bodies"][-1] and chat.usage.requests == 2
+
+
+def test_requests_keep_to_the_rate_limit(server: ThreadingHTTPServer) -> None:
+    now = [100.0]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    chat = client(server, concurrency=1, rate=4.0, sleep=sleep, clock=lambda: now[0])
+    for word in "wxyz":
+        chat.chat([{"role": "user", "content": f"Write one short {word} review"}])
+    assert waits == [0.25, 0.25, 0.25]  # four requests a quarter of a second apart
+    with pytest.raises(InputError, match="rate"):
+        client(server, rate=0.0)
 
 
 def test_empty_replies_are_counted_and_replaced(server: ThreadingHTTPServer) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, load_prompts
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, TokenUsage, load_prompts
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
 BACKENDS = ("word", "openai-compatible", "local")
@@ -52,12 +52,17 @@ class TextBackend:
     concurrency: int = 8
     retries: int = 4
     backoff: float = 1.0
+    timeout: float = 120.0
+    temperature: float = 1.0
+    rate: float | None = None  # requests a second at most (openai-compatible)
+    token_prices: tuple[float, float] | None = None  # per million prompt / completion tokens
     batch_size: int = 8
     threads: int | None = None
     vocabulary: str | Path | None = None
     prompts: str | Path | None = None
     column: str = "text"
     apis: list[Any] = field(default_factory=list, repr=False)  # every API built, for failures
+    clients: list[ChatClient] = field(default_factory=list, repr=False)  # for their usage
     notes: list[str] = field(default_factory=list, repr=False)
 
     def check(self) -> None:
@@ -78,6 +83,7 @@ class TextBackend:
             )
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1, got {self.max_new_tokens}")
+        self._check_server_settings()
         self._vocabulary()  # a bad vocabulary file fails here, before the spend
         if self.prompts is not None and self.kind == "word":
             raise InputError(
@@ -85,6 +91,23 @@ class TextBackend:
                 "from the vocabulary's templates); give --vocabulary instead"
             )
         self._prompts()  # a prompt file without its placeholders fails here too
+
+    def _check_server_settings(self) -> None:
+        """Refuse a server setting out of range, naming the flag and what it takes."""
+        bad = [
+            (self.concurrency < 1, f"--concurrency {self.concurrency}: at least 1"),
+            (self.retries < 0, f"--retries {self.retries}: 0 or more"),
+            (not self.timeout > 0, f"--timeout {self.timeout}: seconds, more than 0"),
+            (not 0 <= self.temperature <= 2, f"--temperature {self.temperature}: 0 to 2"),
+            (self.rate is not None and not self.rate > 0, f"--rate {self.rate}: more than 0"),
+            (
+                self.token_prices is not None and min(self.token_prices) < 0,
+                f"--token-prices {self.token_prices}: prices of 0 or more",
+            ),
+        ]
+        for failed, message in bad:
+            if failed:
+                raise InputError(message)
 
     def _prompts(self) -> dict[str, str]:
         return load_prompts(Path(self.prompts) if self.prompts is not None else "aug_pe")
@@ -109,8 +132,12 @@ class TextBackend:
                 concurrency=self.concurrency,
                 retries=self.retries,
                 backoff=self.backoff,
+                timeout=self.timeout,
                 max_tokens=self.max_new_tokens,
+                temperature=self.temperature,
+                rate=self.rate,
             )
+            self.clients.append(client)
             api = LLMTextAPI(
                 client, vocabulary=vocabulary, prompts=self._prompts(), column=self.column
             )
@@ -134,6 +161,16 @@ class TextBackend:
     def reasked(self) -> int:
         """Replies asked again (empty, meta-replies, refusals, the prompt copied back)."""
         return sum(int(getattr(api, "reasked", 0)) for api in self.apis)
+
+    def usage(self) -> dict[str, Any]:
+        """What the server reported it billed (requests, tokens) and, with
+        :attr:`token_prices`, its cost in the prices' currency."""
+        total = TokenUsage.total([client.usage for client in self.clients])
+        out: dict[str, Any] = total.to_dict()
+        if self.token_prices is not None:
+            out["token_prices_per_million"] = list(self.token_prices)
+            out["cost"] = round(total.cost(self.token_prices), 6)
+        return out
 
     def public_inputs(self) -> list[str]:
         """What the card lists as public: the material and the model that wrote the texts."""
@@ -169,6 +206,8 @@ class TextBackend:
         if self.kind == "openai-compatible":
             out["base_url"] = self.base_url
             out["api_key_env"] = self.api_key_env
+            out["temperature"] = self.temperature
+            out["usage"] = self.usage()
         else:
             out["backend"] = "transformers, loaded from a local path (HF_HUB_OFFLINE)"
         out["replies_asked_again"] = self.reasked()

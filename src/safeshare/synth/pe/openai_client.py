@@ -1,10 +1,13 @@
 """LLM text APIs for PE through any OpenAI-compatible server (vLLM, Ollama, llama.cpp, hosted).
 
 :class:`ChatClient` speaks ``POST {base_url}/chat/completions`` with the standard library
-(``urllib``): requests run ``concurrency`` at a time, failures (connection errors, 408,
-429, 5xx) are retried with exponential backoff (``Retry-After`` honoured), the API key is
-read from an environment variable, and a server that stays unreachable stops the run with
-a :class:`ModelAPIError` naming the URL (PE's checkpoint keeps finished iterations).
+(``urllib``): requests run ``concurrency`` at a time and at most ``rate`` a second,
+failures (connection errors, 408, 429, 5xx) are retried with jittered exponential backoff
+(``Retry-After`` honoured), the tokens each reply's ``usage`` reports are added up
+(:class:`TokenUsage`), a model that rejects ``max_tokens`` is asked with
+``max_completion_tokens`` instead, the API key is read from an environment variable, and a
+server that stays unreachable stops the run with a :class:`ModelAPIError` naming the URL
+(PE's checkpoint keeps finished iterations).
 :class:`LLMTextAPI` implements PE's random and variation APIs with Aug-PE-style prompts
 from ``prompts/aug_pe.txt``: RANDOM asks for a text of the label with public keywords,
 VARIATION masks a share ``degree`` of a synthetic text's words and asks to fill them.
@@ -25,14 +28,17 @@ a random sample.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import string
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -131,8 +137,87 @@ def mask(text: str, degree: float, rng: np.random.Generator) -> str:
     return " ".join(words)
 
 
+@dataclass
+class TokenUsage:
+    """What a server billed, from the ``usage`` of its replies: requests answered, tokens of
+    the prompts and of the completions, and replies that reported no usage.
+
+    >>> usage = TokenUsage()
+    >>> usage.add({"prompt_tokens": 30, "completion_tokens": 12})
+    >>> usage.add(None)
+    >>> usage.cost((0.15, 0.60)), usage.unreported
+    (1.17e-05, 1)
+    """
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    unreported: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, usage: Any) -> None:
+        """Count one answered request and its ``usage`` (a dict, or None when not reported)."""
+        with self._lock:
+            self.requests += 1
+            if not isinstance(usage, dict):
+                self.unreported += 1
+                return
+            self.prompt_tokens += _tokens(usage.get("prompt_tokens"))
+            self.completion_tokens += _tokens(usage.get("completion_tokens"))
+
+    def cost(self, prices: tuple[float, float]) -> float:
+        """The cost at ``prices`` (per million prompt tokens, per million completion tokens)."""
+        return (self.prompt_tokens * prices[0] + self.completion_tokens * prices[1]) / 1e6
+
+    @classmethod
+    def total(cls, usages: Sequence[TokenUsage]) -> TokenUsage:
+        """The usages added up (several clients, one per backend built)."""
+        out = cls()
+        for usage in usages:
+            out.requests += usage.requests
+            out.prompt_tokens += usage.prompt_tokens
+            out.completion_tokens += usage.completion_tokens
+            out.unreported += usage.unreported
+        return out
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "requests_without_usage": self.unreported,
+        }
+
+
+def _tokens(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+class _Pacer:
+    """At most ``rate`` requests started a second, across threads (None: no limit)."""
+
+    def __init__(
+        self, rate: float | None, sleep: Callable[[float], None], clock: Callable[[], float]
+    ) -> None:
+        self.gap = 0.0 if rate is None else 1.0 / rate
+        self.sleep, self.clock = sleep, clock
+        self.next = -math.inf
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.gap:
+            return
+        with self.lock:
+            now = self.clock()
+            start = max(now, self.next)
+            self.next = start + self.gap
+        if start > now:
+            self.sleep(start - now)
+
+
 class ChatClient:
-    """A minimal OpenAI-compatible chat client with concurrency, retries and backoff."""
+    """A minimal OpenAI-compatible chat client with concurrency, a rate limit, jittered
+    retries and token accounting (:attr:`usage`)."""
 
     def __init__(
         self,
@@ -146,10 +231,15 @@ class ChatClient:
         timeout: float = 120.0,
         max_tokens: int = 96,
         temperature: float = 1.0,
+        rate: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        jitter: np.random.Generator | None = None,
     ) -> None:
         if concurrency < 1 or retries < 0 or backoff < 0:
             raise InputError("concurrency must be >= 1, retries and backoff >= 0")
+        if rate is not None and not rate > 0:
+            raise InputError(f"the request rate must be positive, got {rate}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key = os.environ.get(api_key_env)  # None: servers without authentication
@@ -160,8 +250,15 @@ class ChatClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.sleep = sleep
+        self.usage = TokenUsage()
+        self.tokens_field = "max_tokens"  # "max_completion_tokens" once the model asks for it
+        self._pacer = _Pacer(rate, sleep, clock)
+        # (timing only: when a retry goes, never what is sent)
+        self._jitter = jitter if jitter is not None else np.random.default_rng()
+        self._jitter_lock = threading.Lock()
 
     def _post(self, body: bytes) -> tuple[int, bytes, str | None]:
+        self._pacer.wait()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -174,21 +271,14 @@ class ChatClient:
 
     def chat(self, messages: Sequence[dict[str, str]], seed: int | None = None) -> str:
         """The reply's text to one conversation (retried; ``ModelAPIError`` when it fails)."""
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": list(messages),
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-        }
-        if seed is not None:
-            payload["seed"] = seed
-        body = json.dumps(payload).encode()
         problem = ""
-        for attempt in range(self.retries + 1):
+        attempt = 0
+        while attempt <= self.retries:
             if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
+                self.sleep(self._wait(attempt))
+            attempt += 1
             try:
-                status, raw, retry_after = self._post(body)
+                status, raw, retry_after = self._post(self._body(messages, seed))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 problem = f"cannot reach {self.url} ({getattr(error, 'reason', error)})"
                 continue
@@ -197,31 +287,61 @@ class ChatClient:
                 if retry_after and retry_after.isdigit():
                     self.sleep(float(retry_after))
                 continue
+            detail = raw.decode("utf-8", "replace")[:300]
+            if status == 400 and self._asks_completion_tokens(detail):
+                self.tokens_field = "max_completion_tokens"  # (the same request, not a retry)
+                attempt -= 1
+                continue
             if status != 200:
-                detail = raw.decode("utf-8", "replace")[:300]
                 raise ModelAPIError(
                     f"{self.url} answered HTTP {status}: {detail}; check base_url, model "
                     f"({self.model!r}) and the API key"
                 )
-            return _reply_text(raw, self.url)
+            return self._reply(raw)
         raise ModelAPIError(
             f"{problem} after {self.retries + 1} attempts; start the server or fix base_url, "
             "then fit again with the same checkpoint folder to resume"
         )
+
+    def _body(self, messages: Sequence[dict[str, str]], seed: int | None) -> bytes:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            self.tokens_field: self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        return json.dumps(payload).encode()
+
+    def _asks_completion_tokens(self, detail: str) -> bool:
+        """Whether a 400 says the model takes ``max_completion_tokens``, not ``max_tokens``
+        (OpenAI's reasoning models), while the client still sends the latter."""
+        return self.tokens_field == "max_tokens" and "max_completion_tokens" in detail
+
+    def _wait(self, attempt: int) -> float:
+        """Before retry ``attempt``: half the exponential step, plus up to another half at
+        random (clients that failed together do not retry together)."""
+        step = self.backoff * 2 ** (attempt - 1)
+        with self._jitter_lock:
+            return step / 2 + float(self._jitter.uniform(0, step / 2))
+
+    def _reply(self, raw: bytes) -> str:
+        try:
+            answer = json.loads(raw)
+            content = answer["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise ModelAPIError(
+                f"{self.url} answered with no chat completion in its JSON"
+            ) from None
+        self.usage.add(answer.get("usage") if isinstance(answer, dict) else None)
+        return content.strip() if isinstance(content, str) else ""
 
     def chat_many(self, conversations: Sequence[Sequence[dict[str, str]]], seed: int) -> list[str]:
         """Replies to many conversations, ``concurrency`` at a time, in order."""
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             futures = [pool.submit(self.chat, c, seed + i) for i, c in enumerate(conversations)]
             return [f.result() for f in futures]
-
-
-def _reply_text(raw: bytes, url: str) -> str:
-    try:
-        content = json.loads(raw)["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        raise ModelAPIError(f"{url} answered with no chat completion in its JSON") from None
-    return content.strip() if isinstance(content, str) else ""
 
 
 class Chat(Protocol):
