@@ -134,6 +134,7 @@ BAD = {
     "length beyond tokens": (lambda m: mutated(m, lengths=[9]), 422, "'lengths'"),
     "lengths of wrong count": (lambda m: mutated(m, lengths=[8, 8]), 400, "'lengths'"),
     "bad base64": (lambda m: mutated(m, data="@@@not base64@@@"), 400, "base64"),
+    "transform not an identity": (lambda m: mutated(m, transform="t1"), 400, "'transform'"),
     "NaN": (nan_body, 422, "finite"),
     "infinity": (
         lambda m: mutated(

@@ -227,13 +227,22 @@ def serve_command(
     token_env: str | None = typer.Option(
         None, "--token-env", help="Variable holding a bearer token every request must carry."
     ),
+    transform: list[Path] = typer.Option(
+        [],
+        "--transform",
+        help="A transform folder whose requests this server vouches for (repeatable): /v1/info "
+        "shows the attacks measured on it (`attack` records them); requests made with any "
+        "other transform, or one never attacked, get a Warning header and a log line.",
+    ),
 ) -> None:
     """Serve the frozen model over HTTP; it accepts only obfuscated float16 embeddings."""
     import ipaddress
 
     from safeshare.errors import InputError
+    from safeshare.obfuscate.card import read_card
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.server import EMBED_PATH, create_app, serve
+    from safeshare.obfuscate.transform import ObfuscationTransform
 
     if not 1 <= port <= 65535:
         raise InputError(f"--port {port} is not a TCP port; give one from 1 to 65535")
@@ -253,6 +262,17 @@ def serve_command(
         warn(f"serving on {host}: other machines can reach this server"
              + ("" if token else "; anyone can use it (no --token-env)"))  # fmt: skip
     frozen = load_model(model, max_length=max_tokens)
+    cards = [read_card(folder, ObfuscationTransform.load(folder, frozen)) for folder in transform]
+    for folder, card in zip(transform, cards, strict=True):
+        strongest = card.strongest
+        if strongest is None:
+            warn(f"{card.problem()} ({folder}); its requests are served with a warning")
+        else:
+            console.print(
+                f"transform {card.transform[:16]}… ({folder}): {len(card.attacks)} attacks "
+                f"measured, the strongest ({strongest['attack']}) recovered "
+                f"{strongest['recovered']:.1%} of tokens"
+            )
     app = create_app(
         frozen,
         max_tokens=max_tokens,
@@ -260,6 +280,7 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         parallel=parallel or os.cpu_count() or 1,
         token=token,
+        cards=cards,
     )
     console.print(
         f"serving model {frozen.fingerprint[:16]}… on http://{host}:{port}{EMBED_PATH} "
@@ -328,6 +349,7 @@ def attack_obfuscation(given: AttackArguments) -> None:
     inversion; planted-PII recovery; utility; an HTML report."""
     from safeshare.errors import InputError
     from safeshare.obfuscate.audit import attack_transform
+    from safeshare.obfuscate.card import write_attacks
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.transform import ObfuscationTransform
     from safeshare.output_folder import check_output
@@ -375,8 +397,15 @@ def attack_obfuscation(given: AttackArguments) -> None:
         "report.html": render_obfuscation_report(record),
     }
     write_release(given.out, files, given.force)
+    try:
+        card: Path | None = write_attacks(given.transform, loaded, record)
+    except OSError as error:  # a read-only transform folder: the report is written anyway
+        card = None
+        warn(f"could not record the attack figures in {given.transform} ({error.strerror})")
     if not given.quiet:
         _attack_summary(report, given.out)
+        if card is not None:
+            stdout.print(f"card        the transform's attack figures in {card} (serve reads them)")
 
 
 attack_command = obfuscate_app.command("attack")(command(AttackArguments, attack_obfuscation))

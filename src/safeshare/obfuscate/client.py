@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from safeshare.errors import InputError, ModelAPIError
+from safeshare.obfuscate.card import identity
 from safeshare.obfuscate.model import FrozenModel, load_model
 from safeshare.obfuscate.server import EMBED_PATH, INFO_PATH
 from safeshare.obfuscate.transform import ObfuscationTransform, torch_generator
@@ -97,6 +98,8 @@ class ObfuscatingClient:
         self._generator = generator if generator is not None else torch_generator()[0]
         self._info: dict[str, Any] | None = None
         self._token = token  # the server's bearer token, if it asks for one
+        self.identity = identity(transform)  # what the requests name the transform by
+        self.server_warnings: set[str] = set()  # what the server warned of (Warning headers)
 
     def _call(self, path: str, body: bytes | None = None) -> bytes:
         """One HTTP exchange, retried on connection errors; the response body."""
@@ -111,6 +114,9 @@ class ObfuscatingClient:
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     data: bytes = response.read()
+                    warning = response.headers.get("Warning")
+                    if warning:
+                        self.server_warnings.add(warning)
                     return data
             except urllib.error.HTTPError as err:
                 reason = _reason(err)
@@ -160,7 +166,9 @@ class ObfuscatingClient:
                 f"texts of {mask.shape[1]} tokens exceed the server's limit of "
                 f"{info['max_tokens']}; load the model with max_length={info['max_tokens']}"
             )
-        return encode_request(sent.numpy(), lengths, fingerprint=self.transform.fingerprint)
+        return encode_request(
+            sent.numpy(), lengths, fingerprint=self.transform.fingerprint, transform=self.identity
+        )
 
     def embed(self, texts: Sequence[str]) -> Any:
         """The model's pooled sentence embeddings ``(len(texts), dim)`` (float32) via the server."""

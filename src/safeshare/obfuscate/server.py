@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from safeshare.errors import InputError, MissingDependencyError, ModelAPIError
+from safeshare.obfuscate.card import TransformCard, unvouched
 from safeshare.obfuscate.model import FrozenModel, require_torch
 from safeshare.obfuscate.wire import (
     FORMAT,
@@ -42,6 +44,7 @@ from safeshare.obfuscate.wire import (
 )
 
 SERVE_INSTALL = "pip install 'safeshare[serve]'"
+LOG = logging.getLogger("safeshare.obfuscate.server")
 EMBED_PATH = "/v1/embed"
 INFO_PATH = "/v1/info"
 
@@ -124,13 +127,17 @@ def create_app(
     max_body_bytes: int | None = None,
     parallel: int = 1,
     token: str | None = None,
+    cards: Sequence[TransformCard] = (),
 ) -> Any:
     """A Starlette app serving ``model``'s pooled embeddings of obfuscated token embeddings.
 
     At most ``parallel`` forward passes run at once (with one torch thread each, set by
     :func:`serve`, ``parallel`` = cores is fastest on a small CPU).  A request must say
     ``Content-Type: application/json`` (a web page cannot send that cross-site without a
-    preflight) and, with ``token``, ``Authorization: Bearer <token>``.
+    preflight) and, with ``token``, ``Authorization: Bearer <token>``.  ``cards`` are the
+    registered transforms' (:mod:`safeshare.obfuscate.card`): ``/v1/info`` shows their attack
+    figures, and a request made with a transform that has none, or that is not registered,
+    is served with a ``Warning`` header and the reason logged once.
     """
     try:
         from starlette.applications import Starlette
@@ -149,6 +156,8 @@ def create_app(
     if not isinstance(parallel, int) or parallel < 1:
         raise InputError(f"parallel must be a positive integer, not {parallel!r}")
     lock = threading.BoundedSemaphore(parallel)  # forward passes at once: one per core
+    registry = {card.transform: card for card in cards}
+    warned = _Once()
 
     def pooled(request: Request) -> Any:
         with lock, torch.inference_mode():
@@ -166,6 +175,7 @@ def create_app(
                 "max_texts": limits.max_texts,
                 "max_body_bytes": limits.body_bytes,
                 "outputs": ["embeddings"],
+                "transforms": {key: card.public() for key, card in registry.items()},
             }
         )
 
@@ -177,13 +187,34 @@ def create_app(
             close = {"Connection": "close"} if err.status in (401, 408, 413, 415) else None
             return JSONResponse({"error": err.reason}, status_code=err.status, headers=close)
         result = await run_in_threadpool(pooled, decoded)
-        return Response(encode_response("embeddings", result), media_type="application/json")
+        problem = unvouched(decoded.transform, registry)
+        headers = None
+        if problem is not None:
+            headers = {"Warning": f'299 safeshare "{problem}"'}
+            if warned.first(problem):
+                LOG.warning(problem)
+        body = encode_response("embeddings", result)
+        return Response(body, media_type="application/json", headers=headers)
 
     routes = [
         Route(INFO_PATH, info, methods=["GET"]),
         Route(EMBED_PATH, embed, methods=["POST"]),
     ]
     return Starlette(routes=routes)
+
+
+class _Once:
+    """Which messages were seen (each is logged once, not once per request)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+
+    def first(self, message: str) -> bool:
+        with self.lock:
+            new = message not in self.seen
+            self.seen.add(message)
+            return new
 
 
 def _check_headers(headers: Any, token: str | None) -> None:

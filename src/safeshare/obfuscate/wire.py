@@ -67,11 +67,15 @@ class Request:
 
     embeds: Any
     lengths: Any
+    transform: str | None = None  # the identity of the transform that made them, if named
 
     @property
     def mask(self) -> Any:
         """The ``(texts, tokens)`` attention mask (1 on real tokens, 0 on padding)."""
         return (np.arange(self.embeds.shape[1])[None, :] < self.lengths[:, None]).astype(np.int64)
+
+
+HEX = frozenset("0123456789abcdef")
 
 
 def encode_array(array: Any, dtype: np.dtype) -> tuple[list[int], str]:
@@ -80,8 +84,11 @@ def encode_array(array: Any, dtype: np.dtype) -> tuple[list[int], str]:
     return list(data.shape), base64.b64encode(data.tobytes()).decode("ascii")
 
 
-def encode_request(embeds: Any, lengths: Any, *, fingerprint: str) -> bytes:
-    """The JSON body that sends ``embeds`` (``(texts, tokens, dim)``) as float16."""
+def encode_request(
+    embeds: Any, lengths: Any, *, fingerprint: str, transform: str | None = None
+) -> bytes:
+    """The JSON body that sends ``embeds`` (``(texts, tokens, dim)``) as float16, naming the
+    transform that made them (its identity, for the server to look up its attack figures)."""
     shape, data = encode_array(embeds, REQUEST_DTYPE)
     lengths = [int(n) for n in np.asarray(lengths).ravel()]
     body = {
@@ -92,6 +99,8 @@ def encode_request(embeds: Any, lengths: Any, *, fingerprint: str) -> bytes:
         "lengths": lengths,
         "data": data,
     }
+    if transform is not None:
+        body["transform"] = transform
     return json.dumps(body).encode("utf-8")
 
 
@@ -131,6 +140,11 @@ def decode_request(body: bytes, limits: Limits) -> Request:
             f"the embeddings were made for the model with embedding table {fingerprint[:16]}…, "
             f"this server runs {limits.fingerprint[:16]}…; use a transform trained for it",
         )
+    transform = payload.get("transform")
+    if transform is not None and not (
+        isinstance(transform, str) and len(transform) == 64 and all(c in HEX for c in transform)
+    ):
+        raise PayloadError(400, "'transform' must be the transform's identity (64 hex digits)")
     if payload.get("dtype") != "float16":
         raise PayloadError(400, "'dtype' must be 'float16' (little-endian)")
     texts, tokens, dim = _positive_ints(payload.get("shape"), "shape", 3)
@@ -158,7 +172,7 @@ def decode_request(body: bytes, limits: Limits) -> Request:
     embeds = np.frombuffer(raw, dtype=REQUEST_DTYPE).reshape(texts, tokens, dim)
     if not np.isfinite(embeds).all():
         raise PayloadError(422, "embeddings must be finite (no NaN or infinity)")
-    return Request(embeds.astype(np.float32), np.asarray(lengths, dtype=np.int64))
+    return Request(embeds.astype(np.float32), np.asarray(lengths, dtype=np.int64), transform)
 
 
 def encode_response(name: str, array: Any) -> bytes:

@@ -1,0 +1,110 @@
+"""A transform's card: its attack figures recorded beside it, read by the server, which warns
+of requests made with a transform it cannot vouch for."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from safeshare.errors import InputError
+from safeshare.obfuscate.card import ATTACKS, identity, read_card, write_attacks
+from safeshare.obfuscate.client import ObfuscatingClient
+from safeshare.obfuscate.model import FrozenModel
+from safeshare.obfuscate.server import create_app, serve_in_thread
+from safeshare.obfuscate.transform import ObfuscationTransform
+from safeshare.obfuscate.wire import encode_request
+from tests.obfuscate.conftest import TEXTS
+
+REPORT = {  # the part of an attack report (attack.json) a card keeps
+    "model_fingerprint": "",
+    "texts": 200,
+    "attacks": [
+        {"attack": "nearest neighbour", "input": "obfuscated", "recovered": 0.013, "tokens": 900},
+        {"attack": "learned inverter", "input": "obfuscated", "recovered": 0.31, "tokens": 900},
+        {"attack": "nearest neighbour", "input": "clean", "recovered": 1.0, "tokens": 900},
+    ],
+    "pii": [],
+}
+
+
+def saved(model: FrozenModel, folder: Path, seed: int) -> ObfuscationTransform:
+    transform = ObfuscationTransform.for_model(model, seed=seed)
+    transform.save(folder)
+    return ObfuscationTransform.load(folder, model)
+
+
+def test_a_transform_is_named_by_its_weights(minilm: FrozenModel, tmp_path: Path) -> None:
+    first = ObfuscationTransform.for_model(minilm, seed=1)
+    first.save(tmp_path / "t")
+    assert identity(ObfuscationTransform.load(tmp_path / "t", minilm)) == identity(first)
+    with torch.no_grad():
+        first.network.log_scale.bias.add_(0.5)  # retrained: another transform
+    assert identity(first) != identity(ObfuscationTransform.load(tmp_path / "t", minilm))
+
+
+def test_the_card_holds_the_figures_of_these_very_weights(
+    minilm: FrozenModel, tmp_path: Path
+) -> None:
+    folder = tmp_path / "t"
+    transform = saved(minilm, folder, seed=2)
+    assert not read_card(folder, transform).measured  # never attacked
+    write_attacks(folder, transform, REPORT)
+    card = read_card(folder, transform)
+    assert card.transform == identity(transform) and card.problem() is None
+    assert card.strongest == {"attack": "learned inverter", "recovered": 0.31}
+    assert len(card.attacks) == 2  # (the clean rows are not the transform's)
+    retrained = ObfuscationTransform.for_model(minilm, seed=3)  # the same folder, new weights
+    assert not read_card(folder, retrained).measured
+    (folder / ATTACKS).write_text(json.dumps({"format": "safeshare-obfuscation-attacks/1",
+                                              "transform": card.transform}))  # fmt: skip
+    with pytest.raises(InputError, match="lacks the attacks' figures"):
+        read_card(folder, transform)
+
+
+def test_the_server_warns_of_transforms_it_cannot_vouch_for(
+    minilm: FrozenModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    measured = saved(minilm, tmp_path / "measured", seed=4)
+    write_attacks(tmp_path / "measured", measured, REPORT)
+    unmeasured = saved(minilm, tmp_path / "unmeasured", seed=5)
+    stranger = ObfuscationTransform.for_model(minilm, seed=6)
+    cards = [
+        read_card(tmp_path / "measured", measured),
+        read_card(tmp_path / "unmeasured", unmeasured),
+    ]
+    caplog.set_level(logging.WARNING, logger="safeshare.obfuscate.server")
+    with serve_in_thread(create_app(minilm, cards=cards)) as url:
+        with urllib.request.urlopen(url + "/v1/info", timeout=30) as response:
+            shown = json.loads(response.read())["transforms"]
+        assert shown[identity(measured)]["strongest"]["recovered"] == 0.31
+        assert shown[identity(unmeasured)]["attacks"] == []
+        warned = {}
+        for name, transform in (("measured", measured), ("unmeasured", unmeasured),
+                                ("stranger", stranger)):  # fmt: skip
+            client = ObfuscatingClient(transform, url, model=minilm)
+            assert client.embed(TEXTS).shape == (4, 384)  # served either way
+            client.embed(TEXTS[:2])
+            warned[name] = client.server_warnings
+        body = encode_request(torch.zeros(1, 3, 384).numpy(), [3], fingerprint=minilm.fingerprint)
+        request = urllib.request.Request(
+            url + "/v1/embed", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            anonymous = response.headers.get("Warning")
+    assert warned["measured"] == set()
+    (unmeasured_warning,) = warned["unmeasured"]
+    assert unmeasured_warning.startswith('299 safeshare "transform ')
+    assert "has no attack figures" in unmeasured_warning
+    assert "is not registered with this server" in next(iter(warned["stranger"]))
+    assert "names no transform" in anonymous
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 3  # one line per reason, not one per request
+    assert sum("has no attack figures" in line for line in logged) == 1
