@@ -75,14 +75,23 @@ def server(chat: LocalChat) -> Iterator[str]:
 
     lock = threading.Lock()
 
+    def tokens(text: str) -> int:
+        return len(chat._tokenizer(text).input_ids)
+
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()
         if body.get("model") != "SmolLM2":
             return JSONResponse({"error": "unknown model"}, status_code=404)
         with lock:
             reply = chat.chat_many([body["messages"]], int(body.get("seed", 0)))[0]
+            usage = {
+                "prompt_tokens": tokens(chat._prompt(body["messages"])),
+                "completion_tokens": tokens(reply),
+            }
+            BILLED.update({k: BILLED.get(k, 0) + v for k, v in usage.items()})
         message = {"role": "assistant", "content": reply}
-        return JSONResponse({"object": "chat.completion", "choices": [{"message": message}]})
+        answer = {"object": "chat.completion", "choices": [{"message": message}], "usage": usage}
+        return JSONResponse(answer)
 
     app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
     port = free_port()
@@ -99,7 +108,11 @@ def server(chat: LocalChat) -> Iterator[str]:
     thread.join(timeout=10)
 
 
+BILLED: dict[str, int] = {}  # the tokens the server counted, by its own tokenizer
+
+
 def test_http_client_against_a_real_server(server: str) -> None:
+    BILLED.clear()
     client = ChatClient(server, "SmolLM2", concurrency=2, max_tokens=24, sleep=lambda s: None)
     api = LLMTextAPI(client).for_label("negative")
     texts = api.random(3, np.random.default_rng(0))
@@ -112,6 +125,10 @@ def test_http_client_against_a_real_server(server: str) -> None:
         np.random.default_rng(1),
     )
     assert len(varied) == 1 and varied["text"][0].strip()
+    # what the client tallied is what the server billed, reply by reply (re-asks included)
+    assert client.usage.prompt_tokens == BILLED["prompt_tokens"] > 0
+    assert client.usage.completion_tokens == BILLED["completion_tokens"] > 0
+    assert client.usage.requests >= 7 and client.usage.unreported == 0
     wrong = ChatClient(server, "gpt-9", retries=0, sleep=lambda s: None)
     from safeshare.errors import ModelAPIError
 
