@@ -85,8 +85,8 @@ SERVED += ["--base-url", "http://127.0.0.1:1/v1", "--model", "tiny"]
         (["--text-column", "text"], "--text-column needs --method pe"),
         (["--method", "pe", "--text-column", "t", "--api", "openai-compatible"], "--base-url"),
         (["--method", "pe", "--text-column", "t", "--api", "local"], "--model PATH"),
-        ([*SERVED, "--temperature", "3"], "--temperature 3.0: 0 to 2"),
-        ([*SERVED, "--rate", "0"], "--rate 0.0: more than 0"),
+        ([*SERVED, "--temperature", "3"], "--temperature 3.0: give a value from 0 to 2"),
+        ([*SERVED, "--rate", "0"], "--rate 0.0: give requests a second, more than 0"),
         ([*SERVED, "--token-prices", "0.15"], "--token-prices '0.15': give two numbers"),
     ],
 )

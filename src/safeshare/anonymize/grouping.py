@@ -70,7 +70,9 @@ class NonZero:
     @classmethod
     def of(cls, matrix: np.ndarray) -> NonZero:
         rows, columns = np.nonzero(matrix)
-        return cls(rows, columns, matrix[rows, columns].astype(np.float64), matrix.shape[1])
+        values = matrix[rows, columns].astype(np.float64)
+        small = np.int32 if max(matrix.shape) < 2**31 else np.intp  # (a source is kept cached)
+        return cls(rows.astype(small), columns.astype(small), values, matrix.shape[1])
 
     @staticmethod
     def worth(matrix: np.ndarray) -> bool:

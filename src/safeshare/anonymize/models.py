@@ -502,8 +502,8 @@ class TCloseness(PrivacyModel):
         return self._distance(classes, info) <= self.t + _TOLERANCE
 
     def forced_share(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
-        """The EMD is convex: the parts a class at distance ``d`` splits into lie at ``d`` on
-        average (weighted by size); those kept lie within ``t`` and the others at most
+        """The EMD is convex: the parts a class at distance ``d`` splits into lie at ``d`` or
+        more on average (weighted by size); those kept lie within ``t`` and the others at most
         ``d_max`` (a single value's distance), so a share ``(d - t) / (d_max - t)`` or more
         of the class is suppressed however it splits."""
         if info is None:

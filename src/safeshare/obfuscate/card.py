@@ -12,7 +12,7 @@ answers with a ``Warning`` header and logs the reason once.
 >>> card.measured, card.strongest
 (True, {'attack': 'learned inverter', 'recovered': 0.012})
 >>> TransformCard("ab" * 32, ()).problem()
-'transform abababababababab... has no attack figures; run safeshare obfuscate attack --transform on it'
+'transform abababababababab... has no attack figures; run safeshare obfuscate attack --transform DIR on its folder'
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class TransformCard:
             return None
         return (
             f"transform {self.transform[:16]}... has no attack figures; run safeshare obfuscate "
-            "attack --transform on it"
+            "attack --transform DIR on its folder"
         )
 
     def public(self) -> dict[str, Any]:

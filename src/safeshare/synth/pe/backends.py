@@ -95,14 +95,20 @@ class TextBackend:
     def _check_server_settings(self) -> None:
         """Refuse a server setting out of range, naming the flag and what it takes."""
         bad = [
-            (self.concurrency < 1, f"--concurrency {self.concurrency}: at least 1"),
-            (self.retries < 0, f"--retries {self.retries}: 0 or more"),
-            (not self.timeout > 0, f"--timeout {self.timeout}: seconds, more than 0"),
-            (not 0 <= self.temperature <= 2, f"--temperature {self.temperature}: 0 to 2"),
-            (self.rate is not None and not self.rate > 0, f"--rate {self.rate}: more than 0"),
+            (self.concurrency < 1, f"--concurrency {self.concurrency}: give at least 1"),
+            (self.retries < 0, f"--retries {self.retries}: give 0 or more"),
+            (not self.timeout > 0, f"--timeout {self.timeout}: give seconds, more than 0"),
+            (
+                not 0 <= self.temperature <= 2,
+                f"--temperature {self.temperature}: give a value from 0 to 2",
+            ),
+            (
+                self.rate is not None and not self.rate > 0,
+                f"--rate {self.rate}: give requests a second, more than 0",
+            ),
             (
                 self.token_prices is not None and min(self.token_prices) < 0,
-                f"--token-prices {self.token_prices}: prices of 0 or more",
+                f"--token-prices {self.token_prices}: give prices of 0 or more",
             ),
         ]
         for failed, message in bad:
