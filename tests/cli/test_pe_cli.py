@@ -216,4 +216,7 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert usage["cost"] == pytest.approx((0.15 * prompt + 0.60 * completion) / 1e6, abs=1e-6)
     assert server.state["temperatures"] == {0.7}  # type: ignore[attr-defined]
     assert any("resumed from the checkpoint" in n for n in card["notes"])
+    # iteration 0, drawn by the first attempt, is read back from the folder to stand beside
+    first = card["metrics"]["iteration_0"]
+    assert first["distinct_share"] > 0 and first["embedding"]["reference"] == "train"
     assert set(pd.read_csv(tmp_path / "out" / "synthetic.csv")["label"]) <= {0, 1}

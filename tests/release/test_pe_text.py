@@ -101,8 +101,15 @@ def test_word_release_with_public_label_names(
     assert 0 <= metrics["copies_of_train"]["value"] <= 1
     assert metrics["classifier"]["accuracy_real"] > 0.6  # MiniLM separates the real reviews
     assert 0 <= metrics["classifier"]["accuracy_synthetic"] <= 1
+    # what the votes bought: the release beside iteration 0 (the API's texts before any vote)
+    first, close = metrics["iteration_0"], metrics["embedding"]
+    assert close["reference"] == "holdout" and close["frechet_distance"] > 0
+    assert 0 <= close["precision"] <= 1 and 0 <= close["recall"] <= 1
+    assert 0 <= first["classifier"]["accuracy_synthetic"] <= 1
+    assert first["embedding"]["frechet_distance"] > 0 and first["words"]["synthetic"]["p50"] > 0
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Gaussian DP" in html and "σ" in html
+    assert "What the private votes bought" in html and "iteration 0" in html
     for sentence in sentiment(200)["text"].head(50):  # the report quotes no private text
         assert sentence not in html
     assert Ledger(ledger).find("reviews.csv").spent_epsilon == 4.0

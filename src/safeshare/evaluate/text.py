@@ -2,10 +2,13 @@
 
 For the data owner's review, like the tabular metrics: how often released texts copy a
 training text (against how often they equal an unseen holdout text: the chance level), how
-varied they are, their lengths, and, with labels and a holdout, how well a classifier
-trained on the synthetic texts predicts the holdout's labels against one trained on the
-real training texts (logistic regression on the embedder's vectors, as
-``benchmarks/pe_text.py`` measures).  Figures only; no text of the private data.
+varied they are, their lengths, how close they lie to the real texts in the embedder's space
+(the Fréchet distance, and the precision and recall of Kynkäänniemi et al. 2019: the share of
+synthetic texts inside the real texts' k-nearest-neighbour manifold, and of real texts inside
+the synthetic one), and, with labels and a holdout, how well a classifier trained on the
+synthetic texts predicts the holdout's labels against one trained on the real training texts
+(logistic regression on the embedder's vectors, as ``benchmarks/pe_text.py`` measures).
+Figures only; no text of the private data.
 
 >>> import numpy as np, pandas as pd
 >>> class Letters:                       # a toy embedder: counts of a few letters
@@ -70,6 +73,63 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     return max(0.0, shift + float(np.trace(cov_a) + np.trace(cov_b)) - 2.0 * cross)
 
 
+def manifold_precision_recall(
+    real: np.ndarray, synthetic: np.ndarray, k: int = 3
+) -> tuple[float, float]:
+    """Precision (the share of synthetic vectors within the real vectors' manifold) and recall
+    (the share of real vectors within the synthetic ones'), a manifold being the union of the
+    balls around each vector reaching its ``k``-th nearest neighbour among its own set
+    (Kynkäänniemi et al., NeurIPS 2019).
+
+    >>> rng = np.random.default_rng(0)
+    >>> real = rng.normal(size=(400, 2))
+    >>> narrow = manifold_precision_recall(real, 0.3 * rng.normal(size=(400, 2)))
+    >>> elsewhere = manifold_precision_recall(real, rng.normal(size=(400, 2)) + 6.0)
+    >>> narrow[0] > 0.95 and narrow[1] < 0.6, elsewhere
+    (True, (0.0, 0.0))
+    """
+    real, synthetic = np.asarray(real, dtype=float), np.asarray(synthetic, dtype=float)
+    if min(len(real), len(synthetic)) <= k:
+        raise ValueError(f"precision and recall need more than k={k} vectors in each set")
+    real_radius, synthetic_radius = _kth_distance(real, k), _kth_distance(synthetic, k)
+    precision = _within(synthetic, real, real_radius).mean()
+    recall = _within(real, synthetic, synthetic_radius).mean()
+    return float(precision), float(recall)
+
+
+_CHUNK = 512  # rows of a distance matrix computed at once
+
+
+def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    squared = (a * a).sum(axis=1)[:, None] + (b * b).sum(axis=1)[None, :] - 2.0 * a @ b.T
+    return np.sqrt(np.clip(squared, 0.0, None))
+
+
+def _kth_distance(vectors: np.ndarray, k: int) -> np.ndarray:
+    """Each vector's distance to its ``k``-th nearest other vector of the same set."""
+    out = np.empty(len(vectors))
+    for start in range(0, len(vectors), _CHUNK):
+        block = _distances(vectors[start : start + _CHUNK], vectors)
+        block[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf  # not itself
+        out[start : start + len(block)] = np.partition(block, k - 1, axis=1)[:, k - 1]
+    return out
+
+
+def _within(points: np.ndarray, centres: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """Whether each point lies in a ball of ``radius`` around some centre."""
+    inside = np.empty(len(points), dtype=bool)
+    for start in range(0, len(points), _CHUNK):
+        block = _distances(points[start : start + _CHUNK], centres)
+        inside[start : start + len(block)] = (block <= radius[None, :]).any(axis=1)
+    return inside
+
+
+def _words(texts: pd.Series) -> dict[str, float]:
+    """The 10th, 50th and 90th percentiles of the texts' lengths in words."""
+    counts = np.array([len(t.split()) for t in texts]) if len(texts) else np.zeros(1)
+    return {f"p{q}": float(np.percentile(counts, q)) for q in (10, 50, 90)}
+
+
 def _proportion(p: Proportion) -> dict[str, Any]:
     return {"value": p.value, "interval": list(p.interval), "trials": p.trials}
 
@@ -82,16 +142,23 @@ def text_metrics(
     label_column: str | None,
     embedder: Embedder | None,
 ) -> dict[str, Any]:
-    """Copies, variety, lengths and (labels, holdout, embedder given) classifier accuracy."""
+    """Copies, variety, lengths, (embedder given) the distance to the real texts in its space
+    and (labels and a holdout too) classifier accuracy."""
     released = _normal(synthetic[text_column])
-    seen = set(_normal(train[text_column]))
+    real = _normal(train[text_column])
+    seen = set(real)
     n = len(released)
     out: dict[str, Any] = {
         "copies_of_train": _proportion(Proportion.of(int(released.isin(seen).sum()), n)),
         "distinct_share": float(released.nunique() / n) if n else float("nan"),
         "mean_words_synthetic": _mean_words(released),
-        "mean_words_train": _mean_words(_normal(train[text_column])),
+        "mean_words_train": _mean_words(real),
+        "words": {"synthetic": _words(released), "train": _words(real)},
     }
+    if embedder is not None:
+        figures = _embedding_figures(synthetic, train, holdout, text_column, embedder)
+        if figures is not None:
+            out["embedding"] = figures
     if holdout is not None and len(holdout):
         unseen = set(_normal(holdout[text_column])) - seen
         copies = Proportion.of(int(released.isin(unseen).sum()), n)
@@ -104,6 +171,32 @@ def text_metrics(
             synthetic, train, holdout, text_column, label_column, embedder
         )
     return out
+
+
+def _embedding_figures(
+    synthetic: pd.DataFrame,
+    train: pd.DataFrame,
+    holdout: pd.DataFrame | None,
+    text_column: str,
+    embedder: Embedder,
+    k: int = 3,
+) -> dict[str, Any] | None:
+    """The Fréchet distance, precision and recall of the synthetic texts against the holdout's
+    (unseen: the fair reference), else the training texts; None with too few texts."""
+    unseen = holdout is not None and len(holdout) > k
+    reference = holdout if unseen and holdout is not None else train
+    if min(len(synthetic), len(reference)) <= k:
+        return None
+    fake = np.asarray(embedder.embed(synthetic[[text_column]]), dtype=float)
+    real = np.asarray(embedder.embed(reference[[text_column]]), dtype=float)
+    precision, recall = manifold_precision_recall(real, fake, k)
+    return {
+        "reference": "holdout" if unseen else "train",
+        "frechet_distance": frechet_distance(real, fake),
+        "precision": precision,
+        "recall": recall,
+        "k": k,
+    }
 
 
 def _classifier(

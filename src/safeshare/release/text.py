@@ -305,7 +305,11 @@ def _release_frame(
     model = plan.evolution.model(labels)
     synthetic = _evolved(model, train, settings)
     report("evaluating", 0.85)
-    metrics = _metrics(synthetic, train, holdout, settings, embed) if settings.evaluate else {}
+    metrics = (
+        _metrics(synthetic, _initial(model, settings), train, holdout, settings, embed)
+        if settings.evaluate
+        else {}
+    )
     rows = RowCounts(
         len(frame), len(train), len(holdout), len(synthetic), settings.holdout_fraction
     )
@@ -335,22 +339,33 @@ def _evolved(
     return synthetic[[c for c in settings.columns if c in synthetic.columns]]
 
 
+def _initial(
+    model: LabelledEvolution | PrivateEvolution, settings: TextSynthesisSettings
+) -> pd.DataFrame | None:
+    """The first population (iteration 0: the API's texts before any private vote), in the
+    release's columns; None where a resumed run's folder no longer holds it."""
+    first = model.initial() if isinstance(model, LabelledEvolution) else model.initial_
+    if first is None:
+        return None
+    return first[[c for c in settings.columns if c in first.columns]]
+
+
 def _metrics(
     synthetic: pd.DataFrame,
+    initial: pd.DataFrame | None,
     train: pd.DataFrame,
     holdout: pd.DataFrame,
     settings: TextSynthesisSettings,
     embed: CachedEmbedder,
 ) -> dict[str, Any]:
-    """Utility and copies of the synthetic texts (not DP: for the data owner, as the card says)."""
-    return text_metrics(
-        synthetic,
-        train,
-        holdout if len(holdout) else None,
-        settings.text_column,
-        settings.label_column,
-        embed,
-    )
+    """Utility and copies of the synthetic texts, and the same of iteration 0's beside them:
+    what the private votes bought (not DP: for the data owner, as the card says)."""
+    reference = holdout if len(holdout) else None
+    columns = (settings.text_column, settings.label_column, embed)
+    out = text_metrics(synthetic, train, reference, *columns)
+    if initial is not None and len(initial):
+        out["iteration_0"] = text_metrics(initial, train, reference, *columns)
+    return out
 
 
 def _text_columns(frame: pd.DataFrame, settings: TextSynthesisSettings) -> pd.DataFrame:

@@ -120,6 +120,14 @@ class Checkpoint:
         measured = bool(state["measured"])
         return Population(frame, parents, int(state["iteration"]), votes if measured else None)
 
+    def first(self) -> pd.DataFrame | None:
+        """The samples of the first population (iteration 0, drawn before any vote), when the
+        folder still holds them."""
+        path = self.folder / f"population-{0:03d}.parquet"
+        if not path.is_file():
+            return None
+        return pd.read_parquet(path).drop(columns=[PARENT, VOTES])
+
     def _atomic(self, name: str, write: Any) -> None:
         handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=self.folder)
         os.close(handle)

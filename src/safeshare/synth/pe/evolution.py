@@ -210,6 +210,7 @@ class PrivateEvolution:
     # -- fit and sample ----------------------------------------------------------------------
 
     fitted_: bool = False
+    initial_: pd.DataFrame | None = None  # the first population: what the API wrote unaided
 
     def fit(self, data: Table | pd.DataFrame) -> Self:
         """Evolve the population against ``data`` (a Table of codes, or a frame for text)."""
@@ -243,10 +244,12 @@ class PrivateEvolution:
         private = self._embed(embedder, frame, "the private data")
 
         population = store.load() if store is not None else None
+        self.initial_ = store.first() if store is not None else None
         if population is None:
             report("drawing the first population", 0.0)
             first = self._checked(api.random(sizes[0], streams[0].generator()), sizes[0])
             population = Population.random(first)
+            self.initial_ = first
             if store is not None:
                 store.save(population)
         while True:

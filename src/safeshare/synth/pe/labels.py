@@ -212,6 +212,22 @@ class LabelledEvolution:
         order = self._sampler.generator().permutation(len(frame))
         return frame.iloc[order].reset_index(drop=True)
 
+    def initial(self) -> pd.DataFrame | None:
+        """Every label's first population (iteration 0: what the API wrote before any private
+        vote), with its label; None when a label's is not at hand (a resumed run whose folder
+        lost it)."""
+        if not self.fitted_:
+            raise NotFittedError("LabelledEvolution is not fitted yet; call fit(data) first")
+        parts = []
+        for label in self.labels:
+            first = self.models_[label].initial_
+            if first is None:
+                return None
+            part = first.copy()
+            part[self.label_column] = np.full(len(part), label, dtype=object)
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True)
+
     def describe(self) -> dict[str, Any]:
         """Parameters and what was public, for the privacy card."""
         return {
