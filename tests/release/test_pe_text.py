@@ -104,6 +104,7 @@ def test_word_release_with_public_label_names(
     # what the votes bought: the release beside iteration 0 (the API's texts before any vote)
     first, close = metrics["iteration_0"], metrics["embedding"]
     assert close["reference"] == "holdout" and close["frechet_distance"] > 0
+    assert close["texts_compared"] == first["embedding"]["texts_compared"] == 40  # the holdout
     assert 0 <= close["precision"] <= 1 and 0 <= close["recall"] <= 1
     assert 0 <= first["classifier"]["accuracy_synthetic"] <= 1
     assert first["embedding"]["frechet_distance"] > 0 and first["words"]["synthetic"]["p50"] > 0

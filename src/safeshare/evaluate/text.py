@@ -141,9 +141,12 @@ def text_metrics(
     text_column: str,
     label_column: str | None,
     embedder: Embedder | None,
+    compared: int | None = None,
 ) -> dict[str, Any]:
     """Copies, variety, lengths, (embedder given) the distance to the real texts in its space
-    and (labels and a holdout too) classifier accuracy."""
+    and (labels and a holdout too) classifier accuracy.  The distances compare as many texts
+    of each side, at most ``compared`` (their estimates depend on the count: give two sets
+    the same to compare them)."""
     released = _normal(synthetic[text_column])
     real = _normal(train[text_column])
     seen = set(real)
@@ -156,7 +159,7 @@ def text_metrics(
         "words": {"synthetic": _words(released), "train": _words(real)},
     }
     if embedder is not None:
-        figures = _embedding_figures(synthetic, train, holdout, text_column, embedder)
+        figures = _embedding_figures(synthetic, train, holdout, text_column, embedder, compared)
         if figures is not None:
             out["embedding"] = figures
     if holdout is not None and len(holdout):
@@ -179,16 +182,19 @@ def _embedding_figures(
     holdout: pd.DataFrame | None,
     text_column: str,
     embedder: Embedder,
+    compared: int | None,
     k: int = 3,
 ) -> dict[str, Any] | None:
     """The Fréchet distance, precision and recall of the synthetic texts against the holdout's
-    (unseen: the fair reference), else the training texts; None with too few texts."""
+    (unseen: the fair reference), else the training texts, on as many texts of each (evenly
+    spaced rows of the larger); None with too few texts."""
     unseen = holdout is not None and len(holdout) > k
     reference = holdout if unseen and holdout is not None else train
-    if min(len(synthetic), len(reference)) <= k:
+    size = min(len(synthetic), len(reference), compared or len(synthetic))
+    if size <= k:
         return None
-    fake = np.asarray(embedder.embed(synthetic[[text_column]]), dtype=float)
-    real = np.asarray(embedder.embed(reference[[text_column]]), dtype=float)
+    fake = np.asarray(embedder.embed(_spread(synthetic, size)[[text_column]]), dtype=float)
+    real = np.asarray(embedder.embed(_spread(reference, size)[[text_column]]), dtype=float)
     precision, recall = manifold_precision_recall(real, fake, k)
     return {
         "reference": "holdout" if unseen else "train",
@@ -196,7 +202,15 @@ def _embedding_figures(
         "precision": precision,
         "recall": recall,
         "k": k,
+        "texts_compared": size,
     }
+
+
+def _spread(frame: pd.DataFrame, size: int) -> pd.DataFrame:
+    """``size`` evenly spaced rows of ``frame`` (every row when it holds no more)."""
+    if len(frame) <= size:
+        return frame
+    return frame.iloc[np.linspace(0, len(frame) - 1, size).round().astype(int)]
 
 
 def _classifier(

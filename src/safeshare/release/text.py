@@ -362,9 +362,11 @@ def _metrics(
     what the private votes bought (not DP: for the data owner, as the card says)."""
     reference = holdout if len(holdout) else None
     columns = (settings.text_column, settings.label_column, embed)
-    out = text_metrics(synthetic, train, reference, *columns)
-    if initial is not None and len(initial):
-        out["iteration_0"] = text_metrics(initial, train, reference, *columns)
+    if initial is None or not len(initial):
+        return text_metrics(synthetic, train, reference, *columns)
+    compared = min(len(synthetic), len(initial))  # (the distances depend on the count)
+    out = text_metrics(synthetic, train, reference, *columns, compared)
+    out["iteration_0"] = text_metrics(initial, train, reference, *columns, compared)
     return out
 
 
