@@ -1,5 +1,5 @@
-"""A transform's card: its attack figures recorded beside it, read by the server, which warns
-of requests made with a transform it cannot vouch for."""
+"""A transform's card: the figures of the attack report that names it, read by the server,
+which warns of requests made with a transform it cannot vouch for."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from safeshare.errors import InputError
-from safeshare.obfuscate.card import ATTACKS, identity, read_card, write_attacks
+from safeshare.obfuscate.card import identity, measured, registered, with_figures
 from safeshare.obfuscate.client import ObfuscatingClient
 from safeshare.obfuscate.model import FrozenModel
 from safeshare.obfuscate.server import create_app, serve_in_thread
@@ -23,16 +23,21 @@ from safeshare.obfuscate.transform import ObfuscationTransform
 from safeshare.obfuscate.wire import encode_request
 from tests.obfuscate.conftest import TEXTS
 
-REPORT = {  # the part of an attack report (attack.json) a card keeps
-    "model_fingerprint": "",
-    "texts": 200,
+REPORT = {  # the part of an attack report (attack.json) a card reads
     "attacks": [
         {"attack": "nearest neighbour", "input": "obfuscated", "recovered": 0.013, "tokens": 900},
         {"attack": "learned inverter", "input": "obfuscated", "recovered": 0.31, "tokens": 900},
         {"attack": "nearest neighbour", "input": "clean", "recovered": 1.0, "tokens": 900},
     ],
-    "pii": [],
 }
+
+
+def report(folder: Path, transform: ObfuscationTransform) -> Path:
+    """An attack report on ``transform`` in ``folder``, as ``obfuscate attack`` writes it."""
+    folder.mkdir(parents=True)
+    record = {**REPORT, "transform": identity(transform)}
+    (folder / "attack.json").write_text(json.dumps(record))
+    return folder
 
 
 def saved(model: FrozenModel, folder: Path, seed: int) -> ObfuscationTransform:
@@ -50,44 +55,40 @@ def test_a_transform_is_named_by_its_weights(minilm: FrozenModel, tmp_path: Path
     assert identity(first) != identity(ObfuscationTransform.load(tmp_path / "t", minilm))
 
 
-def test_the_card_holds_the_figures_of_these_very_weights(
+def test_a_card_holds_the_figures_of_these_very_weights(
     minilm: FrozenModel, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "t"
-    transform = saved(minilm, folder, seed=2)
-    assert not read_card(folder, transform).measured  # never attacked
-    write_attacks(folder, transform, REPORT)
-    card = read_card(folder, transform)
+    transform = saved(minilm, tmp_path / "t", seed=2)
+    served = registered(transform)
+    assert not served.measured and served.transform == identity(transform)  # never attacked
+    (card,) = with_figures([served], [measured(report(tmp_path / "attack", transform))])
     assert card.transform == identity(transform) and card.problem() is None
     assert card.strongest == {"attack": "learned inverter", "recovered": 0.31}
     assert len(card.attacks) == 2  # (the clean rows are not the transform's)
-    retrained = ObfuscationTransform.for_model(minilm, seed=3)  # the same folder, new weights
-    assert not read_card(folder, retrained).measured
-    (folder / ATTACKS).write_text(json.dumps({"format": "safeshare-obfuscation-attacks/1",
-                                              "transform": card.transform}))  # fmt: skip
-    with pytest.raises(InputError, match="lacks the attacks' figures"):
-        read_card(folder, transform)
+    retrained = registered(ObfuscationTransform.for_model(minilm, seed=3))  # new weights
+    (stale,) = with_figures([retrained], [measured(tmp_path / "attack")])
+    assert not stale.measured and "has no attack figures" in str(stale.problem())
+    (tmp_path / "attack" / "attack.json").write_text(json.dumps(REPORT))  # names no transform
+    with pytest.raises(InputError, match="names no transform"):
+        measured(tmp_path / "attack")
 
 
 def test_the_server_warns_of_transforms_it_cannot_vouch_for(
     minilm: FrozenModel, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    measured = saved(minilm, tmp_path / "measured", seed=4)
-    write_attacks(tmp_path / "measured", measured, REPORT)
+    attacked = saved(minilm, tmp_path / "attacked", seed=4)
     unmeasured = saved(minilm, tmp_path / "unmeasured", seed=5)
     stranger = ObfuscationTransform.for_model(minilm, seed=6)
-    cards = [
-        read_card(tmp_path / "measured", measured),
-        read_card(tmp_path / "unmeasured", unmeasured),
-    ]
+    figures = measured(report(tmp_path / "attack", attacked))
+    cards = with_figures([registered(attacked), registered(unmeasured)], [figures])
     caplog.set_level(logging.WARNING, logger="safeshare.obfuscate.server")
     with serve_in_thread(create_app(minilm, cards=cards)) as url:
         with urllib.request.urlopen(url + "/v1/info", timeout=30) as response:
             shown = json.loads(response.read())["transforms"]
-        assert shown[identity(measured)]["strongest"]["recovered"] == 0.31
+        assert shown[identity(attacked)]["strongest"]["recovered"] == 0.31
         assert shown[identity(unmeasured)]["attacks"] == []
         warned = {}
-        for name, transform in (("measured", measured), ("unmeasured", unmeasured),
+        for name, transform in (("measured", attacked), ("unmeasured", unmeasured),
                                 ("stranger", stranger)):  # fmt: skip
             client = ObfuscatingClient(transform, url, model=minilm)
             assert client.embed(TEXTS).shape == (4, 384)  # served either way

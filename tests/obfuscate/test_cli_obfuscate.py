@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from safeshare.cli.obfuscate import obfuscate_app
 from safeshare.errors import InputError, OutputExistsError
+from safeshare.obfuscate.card import measured
 from tests.obfuscate.conftest import TEXTS
 
 PRIVATE = [
@@ -99,9 +100,10 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     written = (out / "attack.json").read_text() + (out / "report.md").read_text() + html
     assert "Alice" not in written and "889213" not in written  # numbers only, no text
     assert "| nearest neighbour | obfuscated |" in (out / "report.md").read_text()
-    card = json.loads((transform / "attacks.json").read_text())  # the transform's card
-    assert {a["attack"] for a in card["attacks"]} == {r[0] for r in rows if r[1] == "obfuscated"}
-    assert "the transform's attack figures in" in " ".join(attacked.output.split())
+    # the report names the transform it measured: a server vouches for it with its figures
+    card = measured(out)
+    assert card.transform == report["transform"] and len(card.attacks) == 3
+    assert f"serve --transform {transform} --attacks {out}" in " ".join(attacked.output.split())
 
 
 def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:

@@ -230,16 +230,22 @@ def serve_command(
     transform: list[Path] = typer.Option(
         [],
         "--transform",
-        help="A transform folder whose requests this server vouches for (repeatable): /v1/info "
-        "shows the attacks measured on it (`attack` records them); requests made with any "
-        "other transform, or one never attacked, get a Warning header and a log line.",
+        help="A transform folder this server serves (repeatable); requests made with any other "
+        "transform get a Warning header and a log line.",
+    ),
+    attacks: list[Path] = typer.Option(
+        [],
+        "--attacks",
+        help="An `attack` output folder (repeatable): the figures of the transform it measured, "
+        "shown in /v1/info; a served transform without figures for its current weights gets "
+        "the warning too.",
     ),
 ) -> None:
     """Serve the frozen model over HTTP; it accepts only obfuscated float16 embeddings."""
     import ipaddress
 
     from safeshare.errors import InputError
-    from safeshare.obfuscate.card import read_card
+    from safeshare.obfuscate.card import measured, registered, with_figures
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.server import EMBED_PATH, create_app, serve
     from safeshare.obfuscate.transform import ObfuscationTransform
@@ -262,7 +268,8 @@ def serve_command(
         warn(f"serving on {host}: other machines can reach this server"
              + ("" if token else "; anyone can use it (no --token-env)"))  # fmt: skip
     frozen = load_model(model, max_length=max_tokens)
-    cards = [read_card(folder, ObfuscationTransform.load(folder, frozen)) for folder in transform]
+    served = [registered(ObfuscationTransform.load(folder, frozen)) for folder in transform]
+    cards = with_figures(served, [measured(folder) for folder in attacks])
     for folder, card in zip(transform, cards, strict=True):
         strongest = card.strongest
         if strongest is None:
@@ -349,7 +356,6 @@ def attack_obfuscation(given: AttackArguments) -> None:
     inversion; planted-PII recovery; utility; an HTML report."""
     from safeshare.errors import InputError
     from safeshare.obfuscate.audit import attack_transform
-    from safeshare.obfuscate.card import write_attacks
     from safeshare.obfuscate.model import load_model
     from safeshare.obfuscate.transform import ObfuscationTransform
     from safeshare.output_folder import check_output
@@ -397,15 +403,12 @@ def attack_obfuscation(given: AttackArguments) -> None:
         "report.html": render_obfuscation_report(record),
     }
     write_release(given.out, files, given.force)
-    try:
-        card: Path | None = write_attacks(given.transform, loaded, record)
-    except OSError as error:  # a read-only transform folder: the report is written anyway
-        card = None
-        warn(f"could not record the attack figures in {given.transform} ({error.strerror})")
     if not given.quiet:
         _attack_summary(report, given.out)
-        if card is not None:
-            stdout.print(f"card        the transform's attack figures in {card} (serve reads them)")
+        stdout.print(
+            f"serve       safeshare obfuscate serve --transform {given.transform} --attacks "
+            f"{given.out} (the server vouches for this transform with these figures)"
+        )
 
 
 attack_command = obfuscate_app.command("attack")(command(AttackArguments, attack_obfuscation))

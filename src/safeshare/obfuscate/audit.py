@@ -37,6 +37,7 @@ from safeshare.obfuscate.attacks import (
     recovery,
     scored_positions,
 )
+from safeshare.obfuscate.card import identity
 from safeshare.obfuscate.inversion import (
     ATTACK_NAME,
     INFORMATION_METHOD,
@@ -121,6 +122,7 @@ class AttackReport:
     positive: str | None = None
     inverter_steps: int = 0
     clean_f1: float | None = None
+    transform: str = ""  # the identity of the transform measured (safeshare.obfuscate.card)
 
     @property
     def f1(self) -> float | None:
@@ -137,6 +139,7 @@ class AttackReport:
         return {
             "format": REPORT_FORMAT,
             "model_fingerprint": self.fingerprint,
+            "transform": self.transform,
             "texts": self.texts,
             "public_texts": self.public_texts,
             "utility_cosine": self.utility,
@@ -351,6 +354,7 @@ def attack_transform(
         positive,
         inverter_steps,
         clean_f1,
+        identity(transform),
     )
 
 

@@ -1,24 +1,25 @@
 """A transform's card: the attacks it was measured against and their figures.
 
-``safeshare obfuscate attack --transform DIR`` writes ``DIR/attacks.json`` beside
-``transform.json``: the transform's identity (:func:`identity`: a hash of its model, settings
-and weights) and, per attack, the share of tokens it recovered from the transform's outputs
-(with the Gaussian baselines' and the planted-PII figures kept in ``attack.json``).  A server
-started with ``--transform DIR`` reads the cards (:func:`read_card`) and, for a request whose
-transform it cannot vouch for (not registered, no figures, or figures of other weights),
-answers with a ``Warning`` header and logs the reason once.
+``safeshare obfuscate attack --transform DIR --out OUT`` names the transform it measured in
+``OUT/attack.json`` (``transform``: its identity, :func:`identity`, a hash of its model,
+settings and weights) beside each attack's share of tokens recovered.  A server started with
+``--transform DIR`` (a transform whose requests it serves) and ``--attacks OUT`` (an attack
+report) knows the cards (:func:`registered`, :func:`measured`): for a request made with a
+transform it cannot vouch for (not registered, never attacked, or attacked before its weights
+changed) it answers with a ``Warning`` header and logs the reason once.
 
 >>> card = TransformCard("ab" * 32, ({"attack": "learned inverter", "recovered": 0.012},))
 >>> card.measured, card.strongest
 (True, {'attack': 'learned inverter', 'recovered': 0.012})
 >>> TransformCard("ab" * 32, ()).problem()
-'transform abababababababab... has no attack figures; run safeshare obfuscate attack --transform DIR on its folder'
+'transform abababababababab... has no attack figures; run safeshare obfuscate attack on it and serve with --attacks OUT'
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,7 @@ from safeshare.output_folder import read_json
 if TYPE_CHECKING:
     from safeshare.obfuscate.transform import ObfuscationTransform
 
-ATTACKS = "attacks.json"
-ATTACKS_FORMAT = "safeshare-obfuscation-attacks/1"
+REPORT = "attack.json"
 
 
 def identity(transform: ObfuscationTransform) -> str:
@@ -67,7 +67,7 @@ class TransformCard:
             return None
         return (
             f"transform {self.transform[:16]}... has no attack figures; run safeshare obfuscate "
-            "attack --transform DIR on its folder"
+            "attack on it and serve with --attacks OUT"
         )
 
     def public(self) -> dict[str, Any]:
@@ -96,51 +96,35 @@ def unvouched(transform: str | None, cards: dict[str, TransformCard]) -> str | N
     return card.problem()
 
 
-def write_attacks(
-    folder: str | Path, transform: ObfuscationTransform, report: dict[str, Any]
-) -> Path:
-    """Record ``report`` (an attack report's JSON form) in the transform's folder as its card:
-    the transform's identity and each attack's recovery on its outputs."""
-    rows = [
-        {"attack": row["attack"], "recovered": row["recovered"], "tokens": row["tokens"]}
-        for row in report["attacks"]
-        if row["input"] == "obfuscated"
-    ]
-    card = {
-        "format": ATTACKS_FORMAT,
-        "transform": identity(transform),
-        "model_fingerprint": report["model_fingerprint"],
-        "texts": report["texts"],
-        "attacks": rows,
-        "pii": report["pii"],
-    }
-    path = Path(folder) / ATTACKS
-    staged = path.with_name(f".{ATTACKS}.tmp")
-    staged.write_text(json.dumps(card, indent=2), encoding="utf-8")
-    staged.replace(path)  # (all or nothing)
-    return path
+def registered(transform: ObfuscationTransform) -> TransformCard:
+    """A transform the server serves, with no figures yet (:func:`with_figures` adds them)."""
+    return TransformCard(identity(transform), ())
 
 
-def read_card(folder: str | Path, transform: ObfuscationTransform) -> TransformCard:
-    """The card of the transform saved in ``folder``: its attack figures when ``attacks.json``
-    holds some for these very weights, else none."""
-    key = identity(transform)
-    path = Path(folder) / ATTACKS
-    if not path.is_file():
-        return TransformCard(key, ())
-    record = read_json(path, f"a {ATTACKS_FORMAT} file")
-    if record.get("format") != ATTACKS_FORMAT:
-        raise InputError(f"{path} is not a {ATTACKS_FORMAT} file (format {record.get('format')!r})")
-    if record.get("transform") != key:  # measured on weights the folder no longer holds
-        return TransformCard(key, ())
+def measured(folder: str | Path) -> TransformCard:
+    """The card an attack report (``attack.json`` in ``folder``) gives the transform it measured:
+    its identity and each attack's recovery on the transform's own outputs."""
+    path = Path(folder) / REPORT
+    record = read_json(path, "an obfuscation attack report")
     try:
         attacks = tuple(
-            {"attack": str(a["attack"]), "recovered": float(a["recovered"])}
-            for a in record["attacks"]
+            {"attack": str(row["attack"]), "recovered": float(row["recovered"])}
+            for row in record["attacks"]
+            if row["input"] == "obfuscated"
         )
+        transform = str(record["transform"])
     except (KeyError, TypeError, ValueError):
         raise InputError(
-            f"{path} lacks the attacks' figures; run safeshare obfuscate attack --transform "
-            f"{Path(folder)} again"
+            f"{path} names no transform or lacks the attacks' figures; run safeshare obfuscate "
+            "attack again"
         ) from None
-    return TransformCard(key, attacks)
+    return TransformCard(transform, attacks)
+
+
+def with_figures(
+    registry: Sequence[TransformCard], reports: Sequence[TransformCard]
+) -> list[TransformCard]:
+    """The registered transforms' cards, each with the figures of a report on these very weights
+    (a report on other weights vouches for nothing served here)."""
+    figures = {card.transform: card for card in reports}
+    return [figures.get(card.transform, card) for card in registry]
