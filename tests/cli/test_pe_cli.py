@@ -217,6 +217,6 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert server.state["temperatures"] == {0.7}  # type: ignore[attr-defined]
     assert any("resumed from the checkpoint" in n for n in card["notes"])
     # iteration 0, drawn by the first attempt, is read back from the folder to stand beside
-    first = card["metrics"]["iteration_0"]
+    first = card["metrics"]["beside_iteration_0"]["iteration_0"]
     assert first["distinct_share"] > 0 and first["embedding"]["reference"] == "train"
     assert set(pd.read_csv(tmp_path / "out" / "synthetic.csv")["label"]) <= {0, 1}

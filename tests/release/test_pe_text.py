@@ -101,13 +101,19 @@ def test_word_release_with_public_label_names(
     assert 0 <= metrics["copies_of_train"]["value"] <= 1
     assert metrics["classifier"]["accuracy_real"] > 0.6  # MiniLM separates the real reviews
     assert 0 <= metrics["classifier"]["accuracy_synthetic"] <= 1
-    # what the votes bought: the release beside iteration 0 (the API's texts before any vote)
-    first, close = metrics["iteration_0"], metrics["embedding"]
-    assert close["reference"] == "holdout" and close["frechet_distance"] > 0
-    assert close["texts_compared"] == first["embedding"]["texts_compared"] == 40  # the holdout
-    assert 0 <= close["precision"] <= 1 and 0 <= close["recall"] <= 1
-    assert 0 <= first["classifier"]["accuracy_synthetic"] <= 1
-    assert first["embedding"]["frechet_distance"] > 0 and first["words"]["synthetic"]["p50"] > 0
+    # what the votes bought: as many released texts beside iteration 0's (80: 2 labels x 40)
+    both, close = metrics["beside_iteration_0"], metrics["embedding"]
+    assert close["reference"] == "holdout" and close["texts_compared"] == 40  # the holdout's
+    assert both["texts"] == 80 and set(both) == {"texts", "released", "iteration_0"}
+    for side in (both["released"], both["iteration_0"]):
+        assert (
+            side["embedding"]["frechet_distance"] > 0 and side["embedding"]["texts_compared"] == 40
+        )
+        assert 0 <= side["embedding"]["precision"] <= 1 and 0 <= side["embedding"]["recall"] <= 1
+        assert (
+            0 <= side["classifier"]["accuracy_synthetic"] <= 1
+            and side["words"]["synthetic"]["p50"] > 0
+        )
     html = (tmp_path / "out" / "report.html").read_text()
     assert "Gaussian DP" in html and "σ" in html
     assert "What the private votes bought" in html and "iteration 0" in html

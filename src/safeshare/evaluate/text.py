@@ -141,12 +141,11 @@ def text_metrics(
     text_column: str,
     label_column: str | None,
     embedder: Embedder | None,
-    compared: int | None = None,
 ) -> dict[str, Any]:
     """Copies, variety, lengths, (embedder given) the distance to the real texts in its space
     and (labels and a holdout too) classifier accuracy.  The distances compare as many texts
-    of each side, at most ``compared`` (their estimates depend on the count: give two sets
-    the same to compare them)."""
+    of each side; they and the accuracy depend on how many synthetic texts there are, so two
+    synthetic sets compare fairly at one count (:func:`spread`)."""
     released = _normal(synthetic[text_column])
     real = _normal(train[text_column])
     seen = set(real)
@@ -159,7 +158,7 @@ def text_metrics(
         "words": {"synthetic": _words(released), "train": _words(real)},
     }
     if embedder is not None:
-        figures = _embedding_figures(synthetic, train, holdout, text_column, embedder, compared)
+        figures = _embedding_figures(synthetic, train, holdout, text_column, embedder)
         if figures is not None:
             out["embedding"] = figures
     if holdout is not None and len(holdout):
@@ -182,7 +181,6 @@ def _embedding_figures(
     holdout: pd.DataFrame | None,
     text_column: str,
     embedder: Embedder,
-    compared: int | None,
     k: int = 3,
 ) -> dict[str, Any] | None:
     """The Fréchet distance, precision and recall of the synthetic texts against the holdout's
@@ -190,11 +188,11 @@ def _embedding_figures(
     spaced rows of the larger); None with too few texts."""
     unseen = holdout is not None and len(holdout) > k
     reference = holdout if unseen and holdout is not None else train
-    size = min(len(synthetic), len(reference), compared or len(synthetic))
+    size = min(len(synthetic), len(reference))
     if size <= k:
         return None
-    fake = np.asarray(embedder.embed(_spread(synthetic, size)[[text_column]]), dtype=float)
-    real = np.asarray(embedder.embed(_spread(reference, size)[[text_column]]), dtype=float)
+    fake = np.asarray(embedder.embed(spread(synthetic, size)[[text_column]]), dtype=float)
+    real = np.asarray(embedder.embed(spread(reference, size)[[text_column]]), dtype=float)
     precision, recall = manifold_precision_recall(real, fake, k)
     return {
         "reference": "holdout" if unseen else "train",
@@ -206,8 +204,12 @@ def _embedding_figures(
     }
 
 
-def _spread(frame: pd.DataFrame, size: int) -> pd.DataFrame:
-    """``size`` evenly spaced rows of ``frame`` (every row when it holds no more)."""
+def spread(frame: pd.DataFrame, size: int) -> pd.DataFrame:
+    """``size`` evenly spaced rows of ``frame`` (every row when it holds no more).
+
+    >>> spread(pd.DataFrame({"x": range(10)}), 4)["x"].tolist()
+    [0, 3, 6, 9]
+    """
     if len(frame) <= size:
         return frame
     return frame.iloc[np.linspace(0, len(frame) - 1, size).round().astype(int)]

@@ -47,7 +47,7 @@ from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError, ModelAPIError
 from safeshare.evaluate.split import holdout_size
-from safeshare.evaluate.text import text_metrics
+from safeshare.evaluate.text import spread, text_metrics
 from safeshare.output_folder import check_output
 from safeshare.release.job import Bill, Job, Payment, charge
 from safeshare.release.output import write_release
@@ -358,15 +358,26 @@ def _metrics(
     settings: TextSynthesisSettings,
     embed: CachedEmbedder,
 ) -> dict[str, Any]:
-    """Utility and copies of the synthetic texts, and the same of iteration 0's beside them:
-    what the private votes bought (not DP: for the data owner, as the card says)."""
+    """Utility and copies of the synthetic texts, and (``beside_iteration_0``) as many of them
+    beside iteration 0's: what the private votes bought, at one count, since the distances and
+    the accuracy depend on it (not DP: for the data owner, as the card says)."""
     reference = holdout if len(holdout) else None
     columns = (settings.text_column, settings.label_column, embed)
+    out = text_metrics(synthetic, train, reference, *columns)
     if initial is None or not len(initial):
-        return text_metrics(synthetic, train, reference, *columns)
-    compared = min(len(synthetic), len(initial))  # (the distances depend on the count)
-    out = text_metrics(synthetic, train, reference, *columns, compared)
-    out["iteration_0"] = text_metrics(initial, train, reference, *columns, compared)
+        return out
+    count = min(len(synthetic), len(initial))
+    sides = {
+        "released": text_metrics(spread(synthetic, count), train, reference, *columns),
+        "iteration_0": text_metrics(spread(initial, count), train, reference, *columns),
+    }
+    kept = ("embedding", "classifier", "distinct_share", "words")
+    out["beside_iteration_0"] = {
+        "texts": count,
+        **{
+            side: {k: v for k, v in figures.items() if k in kept} for side, figures in sides.items()
+        },
+    }
     return out
 
 
