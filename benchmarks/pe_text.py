@@ -20,6 +20,9 @@ data at all).  Each synthetic set is scored as a user would:
   the floor);
 * words per text and the share of distinct texts.
 
+Accuracy and distance are taken on as many texts of every set (``--compared``, by default
+iteration 0's count, evenly spaced rows): both depend on the count.
+
 The votes are worth something when the rows with private votes beat iteration 0 and
 ``inf`` beats the noisy budgets.  ``--blind`` adds PE without noise whose votes are blind to
 the data (the private texts embedded as random directions): what selection and variation do
@@ -47,7 +50,7 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from safeshare.evaluate.text import frechet_distance
+from safeshare.evaluate.text import frechet_distance, spread
 from safeshare.synth.pe.labels import LabelledEvolution
 from safeshare.synth.pe.text import MiniLMEmbedder
 from safeshare.synth.pe.words import Vocabulary, WordAPI
@@ -108,14 +111,21 @@ class BlindEmbedder:
         return vectors
 
 
-def scores(embed: CachedEmbedder, texts: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
-    """What a user measures: test accuracy, Fréchet distance to the test split, words, variety."""
+def scores(
+    embed: CachedEmbedder, texts: pd.DataFrame, test: pd.DataFrame, count: int
+) -> dict[str, float]:
+    """What a user measures: test accuracy, Fréchet distance to the test split, words, variety.
+
+    The accuracy and the distance are taken on ``count`` evenly spaced texts of every set (both
+    depend on how many texts there are: 2,400 PE texts against 200 of iteration 0 would favour
+    PE); words and variety on all of them."""
+    compared = spread(texts, count)
     classifier = LogisticRegression(max_iter=2000, C=1.0)
-    classifier.fit(embed.embed(texts), texts["label"].to_numpy())
+    classifier.fit(embed.embed(compared), compared["label"].to_numpy())
     accuracy = (classifier.predict(embed.embed(test)) == test["label"].to_numpy()).mean()
     return {
         "accuracy": float(accuracy),
-        "frechet": frechet_distance(embed.embed(texts), embed.embed(test)),
+        "frechet": frechet_distance(embed.embed(compared), embed.embed(test)),
         "words": float(texts["text"].str.split().str.len().mean()),
         "distinct": float(texts["text"].nunique() / len(texts)),
     }
@@ -195,6 +205,11 @@ def main() -> int:
     parser.add_argument(
         "--blind", action="store_true", help="also run 'sample' with votes blind to the data"
     )
+    parser.add_argument(
+        "--compared",
+        type=int,
+        help="texts of every set scored (default: iteration 0's, 2 x --population)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     if not all((TEXT / f).is_file() for f in FILES):
@@ -202,25 +217,28 @@ def main() -> int:
         return 0
     train, test = load()
     embed = CachedEmbedder(MiniLMEmbedder(batch_size=64))
-    rows = [{"case": "real training texts", **scores(embed, train, test)}]
+    count = args.compared or 2 * args.population  # (iteration 0's size)
+    rows = [{"case": "real training texts", **scores(embed, train, test, count)}]
     for seed in args.seeds:
         start = first_population(args, seed)
-        rows.append({"case": "iteration 0", "seed": seed, **scores(embed, start, test)})
+        rows.append({"case": "iteration 0", "seed": seed, **scores(embed, start, test, count)})
     for selection in args.selections:
         for epsilon in args.epsilons:
             for seed in args.seeds:
                 synthetic, cost = evolve(args, epsilon, selection, seed, train, embed)
                 case = f"{selection}, epsilon={epsilon:g}"
-                rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test)})
+                scored = scores(embed, synthetic, test, count)
+                rows.append({"case": case, "seed": seed, **cost, **scored})
                 print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)
     for seed in args.seeds if args.blind else []:
         synthetic, cost = evolve(args, math.inf, "sample", seed, train, embed, blind=True)
         case = "sample, no noise, blind votes"
-        rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test)})
+        rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test, count)})
         print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)
     print(
         f"train {len(train)} / test {len(test)} texts; T={args.iterations}, "
-        f"{args.population} samples per label, delta={DELTA:g}; scores per seed"
+        f"{args.population} samples per label, delta={DELTA:g}; accuracy and Fréchet distance "
+        f"on {count} texts of every set; scores per seed"
     )
     print("\n".join(table(rows)))
     args.out.mkdir(parents=True, exist_ok=True)
