@@ -46,8 +46,8 @@ class Assessment:
     feasible: bool
     feasible_monotone: bool
     complete: bool = True  # False: only the monotone models judged (feasible unknown: False)
-    # records that this node and every node below it suppress under every model (where kept
-    # classes stay kept when merged: Evaluator.suppression_monotone)
+    # records that this node and every node below it suppress under every model (0 where
+    # kept classes need not stay kept when merged: nothing is known then)
     suppressed_below: int = 0
 
 
@@ -217,7 +217,7 @@ class Evaluator:
             m.table_ok(classes, kept_monotone) for m in self._monotone_table
         )
         complete = complete or self.fully_monotone
-        kept, below = kept_monotone, suppressed_monotone
+        kept, below = kept_monotone, suppressed_monotone if self.suppression_monotone else 0
         if self._other_per_class and (complete or (self._forcing and feasible_monotone)):
             among = np.flatnonzero(kept_monotone)  # (the others judge only these classes)
             every = len(among) == len(classes)

@@ -136,14 +136,13 @@ class _Heuristic:
         score = self.evaluator.score(a, self.metric) if a.feasible else math.inf
         found = _Check(a.feasible, a.feasible_monotone, a.suppressed_monotone, a.suppressed, score)
         self.checks[node] = found
-        # (what it suppresses, every node below suppresses too, when kept classes stay kept
-        # merged: the cone below suppresses too many, or costs at least that)
-        below = a.suppressed_below if self.evaluator.suppression_monotone else 0
-        if not a.feasible_monotone or below > self.problem.max_suppressed:
+        # (what it suppresses, every node below suppresses too: the cone below suppresses too
+        # many, or costs at least that)
+        below, limit = a.suppressed_below, self.problem.max_suppressed
+        if not a.feasible_monotone or below > limit:
             self.broken.add_maximal(node)
         elif self.uses_floor and below:
             self.floors.add(node, below)
-        limit = self.problem.max_suppressed
         suppressed = max(a.suppressed_monotone, below)
         self.guide.learn(node, suppressed, a.feasible_monotone and suppressed <= limit)
         if score < self.best_score - _EPS:

@@ -151,9 +151,9 @@ class _Search:
         suppressed = assessment.suppressed_monotone
         if assessment.feasible_monotone:
             self.grid[lattice.above(node)] = 1
-            # (what it suppresses, every node below suppresses too, when the kept classes stay
-            # kept merged; below a node that violates the models all do)
-            below = assessment.suppressed_below if self.evaluator.suppression_monotone else 0
+            # (what it suppresses, every node below suppresses too; below a node that violates
+            # the models all do)
+            below = assessment.suppressed_below
             suppressed = max(suppressed, below)
             if below:
                 cone = self.floor[lattice.below(node)]

@@ -367,8 +367,13 @@ def _metrics(
     if initial is None or not len(initial):
         return out
     count = min(len(synthetic), len(initial))
+    released = (  # (at the release's own count, its figures are those above)
+        out
+        if count == len(synthetic)
+        else text_metrics(spread(synthetic, count), train, reference, *columns)
+    )
     sides = {
-        "released": text_metrics(spread(synthetic, count), train, reference, *columns),
+        "released": released,
         "iteration_0": text_metrics(spread(initial, count), train, reference, *columns),
     }
     kept = ("embedding", "classifier", "distinct_share", "words")

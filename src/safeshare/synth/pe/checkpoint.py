@@ -60,6 +60,10 @@ def measured_in(folder: str | Path) -> int:
     return total
 
 
+def _population_file(iteration: int) -> str:
+    return f"population-{iteration:03d}.parquet"
+
+
 class Checkpoint:
     """A folder holding one run's populations; ``settings`` must match to resume."""
 
@@ -77,7 +81,7 @@ class Checkpoint:
         if clash:
             raise InputError(f"sample column(s) {sorted(clash)} are reserved; rename them")
         self.folder.mkdir(parents=True, exist_ok=True)
-        name = f"population-{population.iteration:03d}.parquet"
+        name = _population_file(population.iteration)
         frame = population.samples.copy()
         frame.columns = [str(c) for c in frame.columns]
         frame[PARENT] = population.parents
@@ -123,7 +127,7 @@ class Checkpoint:
     def first(self) -> pd.DataFrame | None:
         """The samples of the first population (iteration 0, drawn before any vote), when the
         folder still holds them."""
-        path = self.folder / f"population-{0:03d}.parquet"
+        path = self.folder / _population_file(0)
         if not path.is_file():
             return None
         return pd.read_parquet(path).drop(columns=[PARENT, VOTES])
