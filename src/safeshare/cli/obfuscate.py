@@ -270,16 +270,7 @@ def serve_command(
     frozen = load_model(model, max_length=max_tokens)
     served = [registered(ObfuscationTransform.load(folder, frozen)) for folder in transform]
     cards = with_figures(served, [measured(folder) for folder in attacks])
-    for folder, card in zip(transform, cards, strict=True):
-        strongest = card.strongest
-        if strongest is None:
-            warn(f"{card.problem()} ({folder}); its requests are served with a warning")
-        else:
-            console.print(
-                f"transform {card.transform[:16]}… ({folder}): {len(card.attacks)} attacks "
-                f"measured, the strongest ({strongest['attack']}) recovered "
-                f"{strongest['recovered']:.1%} of tokens"
-            )
+    _announce(transform, cards)
     app = create_app(
         frozen,
         max_tokens=max_tokens,
@@ -294,6 +285,19 @@ def serve_command(
         "(obfuscated embeddings only; request contents are never logged)"
     )
     serve(app, host=host, port=port, torch_threads=1)
+
+
+def _announce(folders: list[Path], cards: list[Any]) -> None:
+    """One line per served transform: its strongest attack, or why it is served with a warning."""
+    for folder, card in zip(folders, cards, strict=True):
+        strongest = card.strongest
+        if strongest is None:
+            warn(f"{card.problem()} ({folder}); its requests are served with a warning")
+            continue
+        console.print(
+            f"transform {card.transform[:16]}… ({folder}): {len(card.attacks)} attacks measured, "
+            f"the strongest ({strongest['attack']}) recovered {strongest['recovered']:.1%} of tokens"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
