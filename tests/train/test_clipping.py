@@ -64,6 +64,58 @@ def test_clipped_sum_equals_brute_force_with_some_records_clipped_and_some_not()
     assert 0 < clipped < len(x)  # the median clip norm clips some records and not others
 
 
+class Sequences(nn.Module):
+    """Per-token Linear layers with a causal running mean within each record between them
+    (mixing tokens, never records), a frozen projection and a wide output layer."""
+
+    def __init__(self, width_out: int) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.inner = nn.Linear(7, 5)  # 35 weights > 16 = tokens^2: the ghost identity
+        self.frozen = nn.Linear(5, 5)
+        self.frozen.requires_grad_(False)
+        self.outer = nn.Linear(5, width_out, bias=False)  # 10 weights < 16: formed
+
+    def forward(self, x):
+        hidden = torch.tanh(self.inner(x))
+        steps = torch.arange(1, x.shape[1] + 1, dtype=x.dtype).view(1, -1, 1)
+        return self.outer(self.frozen(hidden.cumsum(dim=1) / steps))
+
+
+def sequence_losses(target, padding):
+    """Each record's mean token loss over its tokens before ``padding`` (zero after)."""
+
+    def losses(logits):
+        each = nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
+        return (each * padding).sum(dim=1) / padding.sum(dim=1)
+
+    return losses
+
+
+def test_sequences_clip_each_record_exactly_by_both_norm_routes():
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(6, 4, 7, generator=generator) * 2
+    y = torch.randint(0, 2, (6, 4), generator=generator)
+    padding = torch.ones(6, 4)
+    padding[0, 2:] = 0.0  # a short record: its padding must add nothing
+    module = Sequences(width_out=2)
+    params = [p for p in module.parameters() if p.requires_grad]
+    per_record = []
+    for i in range(6):
+        loss = sequence_losses(y[i : i + 1], padding[i : i + 1])(module(x[i : i + 1])).sum()
+        per_record.append(torch.autograd.grad(loss, params))
+    norms = torch.stack([torch.sqrt(sum(g.square().sum() for g in gs)) for gs in per_record])
+    clip = float(norms.median())
+    factors = (clip / (norms + 1e-6)).clamp(max=1.0)
+    with LinearGhostClipping(module, clip) as clipping:
+        got = clipping.backward(x, sequence_losses(y, padding))
+    torch.testing.assert_close(got, norms, rtol=1e-5, atol=1e-6)
+    for k, parameter in enumerate(params):
+        expected = sum(f * gs[k] for f, gs in zip(factors, per_record, strict=True))
+        torch.testing.assert_close(parameter.grad, expected, rtol=1e-5, atol=1e-6)
+    assert module.frozen.weight.grad is None
+
+
 def test_frozen_parameters_keep_no_gradient_and_count_in_no_norm():
     module, (x, y) = mlp(2), data(20, seed=3)
     module[0].bias.requires_grad_(False)
@@ -134,7 +186,7 @@ def test_forwards_it_cannot_clip_exactly_are_refused():
         LinearGhostClipping(inplace, 1.0).backward(x, losses_of(y))
     with LinearGhostClipping(mlp(), 1.0) as clipping:
         with pytest.raises(InputError, match="2-d"):
-            clipping.backward(x.reshape(4, 8, 7), losses_of(y))
+            clipping.backward(x.reshape(2, 2, 8, 7), losses_of(y))
         with pytest.raises(InputError, match="reduction='none'"):
             clipping.backward(x, lambda logits: nn.functional.cross_entropy(logits, y))
     with pytest.raises(InputError, match="max_grad_norm"):

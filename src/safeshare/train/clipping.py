@@ -8,10 +8,18 @@ over all layers in O(batch x width); the clip factors ``c_i = min(1, C / (norm_i
 1e-6))`` (Opacus's formula) follow, and then the clipped sum itself, ``(c g)^T a`` for
 W and ``c^T g`` for b: the one matmul an ordinary backward would do for the weights.
 
+A layer may also see a sequence per record, 3-d inputs (records x tokens x features), as
+every projection of a transformer does: record i's weight gradient is then ``G_i^T A_i``
+(its tokens' output gradients against their inputs), whose squared norm is found either
+by forming it (records x out x in numbers) or by the ghost identity
+``sum_{t,s} (a_t . a_s)(g_t . g_s)`` (records x tokens^2 of them), whichever is smaller
+(Li et al. 2022; Bu et al. 2023); the bias's is ``|sum_t g_t|^2``.  Padding after a
+text's end adds nothing: its output gradient is zero.
+
 It is exact, not an approximation, for networks whose trainable parameters all sit in
-``nn.Linear`` layers that see 2-d inputs (records x features), each layer called once
-per forward, with parameter-free per-record operations between them (activations,
-dropout).  Anything else it can see is refused with a pointer to Opacus's clipping (an
+``nn.Linear`` layers that see 2-d or 3-d inputs, each layer called once per forward,
+with per-record operations between them (activations, dropout, attention within one
+record's sequence, frozen layers).  Anything else it can see is refused with a pointer to Opacus's clipping (an
 operation that mixes records without parameters, as ``x - x.mean(0)``, it cannot see:
 per-record clipping means nothing there, in Opacus too).
 
@@ -81,23 +89,29 @@ class LinearGhostClipping:
                 "handle; use clipping='ghost' (Opacus)"
             )
         (features,) = inputs
-        if features.dim() != 2:
+        if features.dim() not in (2, 3):
             raise InputError(
                 f"a Linear layer got a {features.dim()}-d input; linear-ghost clipping needs "
-                "2-d inputs (records x features); use clipping='ghost' (Opacus) for sequences"
+                "2-d inputs (records x features) or 3-d ones (records x tokens x features); "
+                "use clipping='ghost' (Opacus)"
             )
         self._recorded[layer] = (features.detach(), output, output._version)
 
-    def backward(self, inputs: Any, losses: Callable[[Any], Any]) -> Any:
+    def backward(
+        self, inputs: Any, losses: Callable[[Any], Any], *, accumulate: bool = False
+    ) -> Any:
         """Forward ``inputs``, then set every trainable ``.grad`` to the clipped sum.
 
         ``losses`` maps the module's output to one loss per record (shape: records).
-        Each parameter's ``.grad`` is replaced, not accumulated.  Returns each record's
-        gradient norm before clipping; an empty batch gives zero gradients.
+        Each parameter's ``.grad`` is replaced, or with ``accumulate`` added to (a batch
+        run in pieces: each record is clipped on its own, so the pieces' sums add up to the
+        batch's).  Returns each record's gradient norm before clipping; an empty batch
+        gives zero gradients.
         """
         torch, _ = require_torch()
         if not self._hooks:
             raise InputError("this LinearGhostClipping is closed; make a new one")
+        kept = [p.grad for p in self._parameters()] if accumulate else []
         self._recorded = {}
         self._recording = True
         try:
@@ -125,8 +139,27 @@ class LinearGhostClipping:
             grads = list(torch.autograd.grad(per_record.sum(), outputs, allow_unused=True))
         with torch.no_grad():
             norms = self._clip_and_sum(torch, used, grads, records, per_record.dtype)
+            if accumulate:
+                for parameter, before in zip(self._parameters(), kept, strict=True):
+                    if before is not None:
+                        parameter.grad += before
         self._recorded = {}
         return norms
+
+    def zero(self) -> None:
+        """Set every trainable ``.grad`` to zero: an empty batch's clipped sum, found without
+        running the module on no records."""
+        torch, _ = require_torch()
+        for parameter in self._parameters():
+            parameter.grad = torch.zeros_like(parameter)
+
+    def _parameters(self) -> list[Any]:
+        return [
+            p
+            for layer in self._layers
+            for p in (layer.weight, layer.bias)
+            if p is not None and p.requires_grad
+        ]
 
     def _clip_and_sum(
         self, torch: Any, used: list[Any], grads: list[Any], records: int, dtype: Any
@@ -138,16 +171,23 @@ class LinearGhostClipping:
                 continue
             features = self._recorded[layer][0]
             weight, bias = layer.weight.requires_grad, _has_trainable_bias(layer)
-            # |a_i|^2 (|a_i| by vector_norm: twice as fast as summing squares, one rounding more)
-            scale = _row_norms(torch, features).square() if weight else torch.zeros_like(squared)
-            squared += _row_norms(torch, grad).square() * (scale + 1.0 if bias else scale)
+            if features.dim() == 3:
+                squared += _sequence_squared_norms(torch, features, grad, weight, bias)
+            else:
+                # |a_i|^2 (by vector_norm: twice as fast as summing squares, one rounding more)
+                scale = (
+                    _row_norms(torch, features).square() if weight else torch.zeros_like(squared)
+                )
+                squared += _row_norms(torch, grad).square() * (scale + 1.0 if bias else scale)
             parts.append((layer, features, grad, weight, bias))
-        norms = squared.sqrt()
+        norms = squared.clamp(min=0.0).sqrt()  # the ghost identity may round below 0
         factors = (self.max_grad_norm / (norms + _STABILITY)).clamp(max=1.0)
         for layer, features, grad, weight, bias in parts:
-            clipped = grad * factors.unsqueeze(1)
+            # scale each record's rows, then one matmul over every (record, token) row
+            clipped = grad * factors.view(-1, *([1] * (grad.dim() - 1)))
+            clipped = clipped.reshape(-1, clipped.shape[-1])
             if weight:
-                layer.weight.grad = clipped.t().mm(features)
+                layer.weight.grad = clipped.t().mm(features.reshape(-1, features.shape[-1]))
             if bias:
                 layer.bias.grad = clipped.sum(dim=0)
         summed = {id(part[0]) for part in parts}
@@ -157,6 +197,28 @@ class LinearGhostClipping:
                     if parameter is not None and parameter.requires_grad:
                         parameter.grad = torch.zeros_like(parameter)
         return norms
+
+
+def _sequence_squared_norms(torch: Any, features: Any, grad: Any, weight: bool, bias: bool) -> Any:
+    """Each record's squared gradient norm of a layer that saw a sequence per record.
+
+    ``features`` (records, tokens, in), ``grad`` (records, tokens, out).  The weight's part
+    is formed (records x out x in) or found by the ghost identity (records x tokens^2),
+    whichever holds fewer numbers.
+    """
+    records, tokens, width_in = features.shape
+    width_out = grad.shape[-1]
+    squared = torch.zeros(records, dtype=grad.dtype, device=grad.device)
+    if weight:
+        if width_in * width_out <= tokens * tokens:
+            squared += torch.bmm(grad.transpose(1, 2), features).square().sum(dim=(1, 2))
+        else:
+            inputs = torch.bmm(features, features.transpose(1, 2))
+            outputs = torch.bmm(grad, grad.transpose(1, 2))
+            squared += (inputs * outputs).sum(dim=(1, 2))
+    if bias:
+        squared += grad.sum(dim=1).square().sum(dim=1)
+    return squared
 
 
 def _row_norms(torch: Any, matrix: Any) -> Any:

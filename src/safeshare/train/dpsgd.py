@@ -22,7 +22,7 @@ import importlib.util
 import math
 import secrets
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -130,6 +130,34 @@ class DPSGDSettings:
         return math.ceil(self.epochs * self.records / self.batch_size)
 
 
+@dataclass(frozen=True)
+class RecordLosses:
+    """How linear-ghost clipping finds each record's loss in a batch.
+
+    ``losses(output, labels)``: one loss per record (shape: records), e.g. a sequence's
+    mean token loss; ``pieces(features, labels)``: the pieces a batch runs in, one after
+    another (e.g. texts of like length, each piece cut to its longest), or None: whole.
+    Each record is clipped on its own, so the pieces' clipped sums add up to the batch's.
+    """
+
+    losses: Callable[..., Any]
+    pieces: Callable[..., Iterable[tuple[Any, Any]]] | None = None
+
+    def split(self, features: Any, labels: Any) -> Iterable[tuple[Any, Any]]:
+        """The batch's pieces (the whole batch when no ``pieces`` is given)."""
+        pieces = self.pieces
+        return [(features, labels)] if pieces is None else pieces(features, labels)
+
+
+def _each_cross_entropy(output: Any, labels: Any) -> Any:
+    """A classifier's loss of each record (logits: records x classes)."""
+    torch, _ = require_torch()
+    return torch.nn.functional.cross_entropy(output, labels, reduction="none")
+
+
+CLASSIFIER_LOSSES = RecordLosses(_each_cross_entropy)
+
+
 _CLIPPING_SOURCE = {
     "linear-ghost": "safeshare; noise by Opacus",
     "ghost": "Opacus",
@@ -182,6 +210,7 @@ def run_dpsgd(
     seeded: bool,
     progress: Callable[[str, float], None] | None = None,
     device: Any = "auto",
+    record_losses: RecordLosses | None = None,
 ) -> DPSGDRun:
     """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD.
 
@@ -191,7 +220,9 @@ def run_dpsgd(
     (records, tokens, vocabulary): the loss of a record is its mean over the tokens whose
     label is not -100, and the whole sequence is the privacy unit (``"ghost"`` clipping).
     ``device`` (a name or a ``torch.device``): where the steps run; ``module`` is handed
-    back on the CPU.
+    back on the CPU.  ``record_losses`` (linear-ghost clipping only): each record's loss
+    from the module's output, when it is not the classifier's cross-entropy, e.g. a
+    sequence's mean token loss (with 2-d labels).
     """
     torch, _ = require_torch()
     from opacus import PrivacyEngine
@@ -199,7 +230,10 @@ def run_dpsgd(
 
     target = resolve_device(device)
     inputs = tuple(features) if isinstance(features, tuple | list) else (features,)
-    if labels.dim() == 2 and settings.clipping != "ghost":
+    if record_losses is not None and settings.clipping != "linear-ghost":
+        raise InputError("record_losses takes linear-ghost clipping; Opacus's use its own loss")
+    sequence_losses = settings.clipping == "ghost" or record_losses is not None
+    if labels.dim() == 2 and not sequence_losses:
         raise InputError(
             f"clipping {settings.clipping!r} cannot train a sequence model (labels per token); "
             "use clipping='ghost', which clips each record's (sequence's) whole gradient"
@@ -250,6 +284,7 @@ def run_dpsgd(
                 noise_generator=engine.secure_rng if secure else noise_generator(target, generator),
                 secure=secure,
                 progress=progress,
+                record_losses=record_losses or CLASSIFIER_LOSSES,
             )
         else:
             taken = _run_opacus(
@@ -322,18 +357,23 @@ def train_shuffled(
     generator: Any,
     loss: Callable[[Any, Any], Any],
     device: Any = "auto",
+    pieces: Callable[[Any, Any], Iterable[tuple[Any, Any]]] | None = None,
 ) -> float:
     """The non-private baseline: shuffled fixed-size batches, no clipping, no noise.
 
     ``features`` is one tensor or a tuple of them (the module's positional inputs);
-    ``loss(output, labels)`` is the batch's loss.  The steps run on ``device``; the module
-    is handed back on the CPU.  Returns the epochs run.
+    ``loss(output, labels)`` is the batch's mean loss over its records; ``pieces(features,
+    labels)`` (one feature tensor) runs each batch in pieces, as :class:`RecordLosses`
+    does, their losses weighted by their share of the batch.  The steps run on ``device``;
+    the module is handed back on the CPU.  Returns the epochs run.
     """
     torch, _ = require_torch()
     target = resolve_device(device)
     inputs = tuple(
         x.to(target) for x in (features if isinstance(features, tuple | list) else (features,))
     )
+    if pieces is not None and len(inputs) != 1:
+        raise InputError("training in pieces takes one feature tensor")
     labels = labels.to(target)
     records = int(labels.shape[0])
     batch = min(batch_size, records)
@@ -348,8 +388,14 @@ def train_shuffled(
                 if taken == steps:
                     break
                 rows = order[start : start + batch]
+                batch_x, batch_y = tuple(x[rows] for x in inputs), labels[rows]
+                split = [(batch_x, batch_y)]
+                if pieces is not None:  # one feature tensor (checked)
+                    split = [((x,), y) for x, y in pieces(batch_x[0], batch_y)]
                 optimizer.zero_grad()
-                loss(module(*(x[rows] for x in inputs)), labels[rows]).backward()
+                for piece_x, piece_y in split:
+                    share = len(piece_y) / len(batch_y)
+                    (loss(module(*piece_x), piece_y) * share).backward()
                 optimizer.step()
                 taken += 1
     finally:
@@ -448,6 +494,7 @@ def _run_linear_ghost(
     noise_generator: Any,
     secure: bool,
     progress: Callable[[str, float], None] | None,
+    record_losses: RecordLosses,
 ) -> int:
     """Our one-pass clipping for Linear networks; the noise and the step are Opacus's.
 
@@ -478,7 +525,6 @@ def _run_linear_ghost(
         secure_mode=secure,
     )
     batches = loader.batch_sampler  # the UniformWithReplacementSampler check_poisson_loader saw
-    cross_entropy = torch.nn.functional.cross_entropy
     module.train()
     taken = 0
     with LinearGhostClipping(module, settings.max_grad_norm) as clipping:
@@ -488,9 +534,16 @@ def _run_linear_ghost(
                     break
                 rows = torch.as_tensor(indices, dtype=torch.long, device=labels.device)
                 private.zero_grad(set_to_none=True)
-                clipping.backward(
-                    features[rows], partial(cross_entropy, target=labels[rows], reduction="none")
-                )
+                if not len(rows):  # a Poisson draw of no record: the sum is zero, noise follows
+                    clipping.zero()
+                for index, (piece_x, piece_y) in enumerate(
+                    record_losses.split(features[rows], labels[rows]) if len(rows) else ()
+                ):
+                    clipping.backward(
+                        piece_x,
+                        partial(record_losses.losses, labels=piece_y),
+                        accumulate=index > 0,
+                    )
                 private.step()
                 taken += 1
                 if progress is not None and taken % 20 == 0:

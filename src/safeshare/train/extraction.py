@@ -1,8 +1,9 @@
 """What a language model gives back: prefix -> suffix extraction and canary exposure.
 
-**Extraction** (Carlini et al. 2021): give the model the first ``prefix`` bytes of a
-text and greedy-decode ``suffix`` bytes; an *exact* extraction reproduces the text's
-next ``suffix`` bytes, an *approximate* one reaches a normalised edit similarity of at
+**Extraction** (Carlini et al. 2021): give the model the first ``prefix`` units of a
+text (bytes for the byte-level model, tokens for a fine-tuned one: :class:`Decoder`) and
+greedy-decode ``suffix`` units; an *exact* extraction reproduces the text's
+next ``suffix`` units, an *approximate* one reaches a normalised edit similarity of at
 least ``approximate``.  Rates on training texts against held-out texts (Wilson
 intervals) separate memorization from what any model of the language would guess.
 
@@ -26,16 +27,40 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from safeshare.errors import InputError
 from safeshare.evaluate.results import Proportion
 from safeshare.train.canaries import UNSEEN_EXPOSURE
-from safeshare.train.language_model import LanguageModel, encode_bytes
 
 DEFAULT_TEMPLATE = "my number is {}"
+
+
+class Scorer(Protocol):
+    """A language model that scores texts (what exposure needs)."""
+
+    @property
+    def card(self) -> dict[str, Any]: ...
+
+    def log_likelihoods(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class Decoder(Scorer, Protocol):
+    """A language model that also decodes greedily, in its own units (bytes or tokens)."""
+
+    @property
+    def unit(self) -> str: ...  # "bytes" or "tokens"
+
+    @property
+    def context(self) -> int: ...
+
+    def units(self, text: str) -> list[int]: ...
+
+    def losses(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def greedy(self, prompts: Sequence[Sequence[int]], tokens: int) -> list[list[int]]: ...
 
 
 def edit_similarity(a: Sequence[int] | bytes, b: Sequence[int] | bytes) -> float:
@@ -62,7 +87,8 @@ class Extraction:
     prefix: int
     suffix: int
     approximate: float
-    too_short: tuple[int, int]  # texts under prefix + suffix bytes, left out (train, held-out)
+    too_short: tuple[int, int]  # texts under prefix + suffix units, left out (train, held-out)
+    unit: str = "bytes"
 
     def readings(self) -> list[str]:
         """Plain sentences: do training texts come back more often than held-out ones?"""
@@ -73,7 +99,7 @@ class Extraction:
         ):
             apart = inside.interval[0] > outside.interval[1]
             lines.append(
-                f"{name} extraction of {self.suffix} bytes after {self.prefix}: training texts "
+                f"{name} extraction of {self.suffix} {self.unit} after {self.prefix}: training texts "
                 f"{inside.value:.1%} ({inside.interval[0]:.1%}-{inside.interval[1]:.1%}), "
                 f"held-out {outside.value:.1%} ({outside.interval[0]:.1%}-"
                 f"{outside.interval[1]:.1%}): "
@@ -90,8 +116,8 @@ class Extraction:
 
         return {
             "method": "greedy prefix -> suffix extraction (Carlini et al. 2021)",
-            "prefix_bytes": self.prefix,
-            "suffix_bytes": self.suffix,
+            f"prefix_{self.unit}": self.prefix,
+            f"suffix_{self.unit}": self.suffix,
             "approximate_similarity": self.approximate,
             "exact": {
                 "members": share(self.exact_members),
@@ -106,9 +132,9 @@ class Extraction:
 
 
 def _extract(
-    model: LanguageModel, texts: Sequence[str], prefix: int, suffix: int, approximate: float
+    model: Decoder, texts: Sequence[str], prefix: int, suffix: int, approximate: float
 ) -> tuple[Proportion, Proportion, int]:
-    encoded = [encode_bytes(t) for t in texts]
+    encoded = [model.units(t) for t in texts]
     usable = [e for e in encoded if len(e) >= prefix + suffix]
     exact = close = 0
     for start in range(0, len(usable), 512):
@@ -126,7 +152,7 @@ def _extract(
 
 
 def extraction_rates(
-    model: LanguageModel,
+    model: Decoder,
     members: Sequence[str],
     nonmembers: Sequence[str],
     *,
@@ -136,14 +162,15 @@ def extraction_rates(
 ) -> Extraction:
     """Extraction rates on ``members`` (training texts) and ``nonmembers`` (held out).
 
-    Texts shorter than ``prefix + suffix`` bytes are left out (counted, never shown).
+    Texts shorter than ``prefix + suffix`` units are left out (counted, never shown).
     """
+    unit = model.unit
     for name, value in (("prefix", prefix), ("suffix", suffix)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{name} must be a positive whole number of bytes, got {value!r}")
+            raise InputError(f"{name} must be a positive whole number of {unit}, got {value!r}")
     if prefix + suffix > model.context:
         raise InputError(
-            f"prefix + suffix ({prefix + suffix} bytes) exceed the model's context "
+            f"prefix + suffix ({prefix + suffix} {unit}) exceed the model's context "
             f"({model.context}); shorten them"
         )
     if not 0 < approximate <= 1:
@@ -152,11 +179,19 @@ def extraction_rates(
     exact_out, close_out, short_out = _extract(model, nonmembers, prefix, suffix, approximate)
     if not exact_in.trials or not exact_out.trials:
         raise InputError(
-            f"no training or no held-out text has {prefix + suffix} bytes or more; shorten "
+            f"no training or no held-out text has {prefix + suffix} {unit} or more; shorten "
             "prefix and suffix"
         )
     return Extraction(
-        exact_in, exact_out, close_in, close_out, prefix, suffix, approximate, (short_in, short_out)
+        exact_in,
+        exact_out,
+        close_in,
+        close_out,
+        prefix,
+        suffix,
+        approximate,
+        (short_in, short_out),
+        unit,
     )
 
 
@@ -270,7 +305,7 @@ class Exposure:
 
 
 def canary_exposure(
-    model: LanguageModel,
+    model: Scorer,
     canaries: DigitCanaries,
     *,
     enumerate_up_to: int = 10_000,

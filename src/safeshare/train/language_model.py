@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from safeshare.errors import InputError
 from safeshare.train.accounting import Accounting
@@ -191,10 +191,15 @@ class LanguageModel:
     module: Any
     settings: LanguageModelSettings
     card: dict[str, Any]
+    unit: ClassVar[str] = "bytes"  # what prefixes, suffixes and the context count
 
     @property
     def context(self) -> int:
         return self.settings.context
+
+    def units(self, text: str) -> list[int]:
+        """The text as the model reads it: its UTF-8 bytes."""
+        return encode_bytes(text)
 
     def log_likelihoods(self, texts: Sequence[str], *, chunk: int = 1024) -> Any:
         """Each text's total log-likelihood (nats) of its first ``context`` bytes, as numpy."""

@@ -30,12 +30,15 @@ from safeshare.train.audit import OneRunAudit, against_claim, one_run_audit, per
 from safeshare.train.canaries import UNSEEN_EXPOSURE
 from safeshare.train.extraction import (
     DEFAULT_TEMPLATE,
+    Decoder,
+    DigitCanaries,
     Exposure,
     Extraction,
     canary_exposure,
     draw_digit_canaries,
     extraction_rates,
 )
+from safeshare.train.fine_tune import Base, FineTunedModel, FineTuner, FineTuneSettings
 from safeshare.train.language_model import (
     LanguageModel,
     LanguageModelSettings,
@@ -75,7 +78,7 @@ class ExtractionAudit:
 
 
 def extraction_audit(
-    model: LanguageModel,
+    model: Decoder,
     members: Sequence[str],
     nonmembers: Sequence[str],
     *,
@@ -161,7 +164,7 @@ class LanguageModelAudit:
 def audit_language_model(
     texts: Sequence[str],
     target_epsilon: float | None,
-    settings: LanguageModelSettings | None = None,
+    settings: LanguageModelSettings | FineTuneSettings | None = None,
     *,
     canaries: int = 1000,
     digits: int = 6,
@@ -174,8 +177,11 @@ def audit_language_model(
     users: Any = None,
     copies: int = 8,
     max_records_per_user: int = 64,
+    base: Base | None = None,
+    exposure_samples: int = 10_000,
 ) -> LanguageModelAudit:
-    """Audit :func:`train_language_model` at ``target_epsilon`` (None: without DP) and
+    """Audit :func:`train_language_model` (or, with ``base``, fine-tuning that base model:
+    :mod:`safeshare.train.fine_tune`) at ``target_epsilon`` (None: without DP) and
     ``settings`` with ``canaries`` digit canaries, each inserted with probability 1/2.
 
     ``delta`` is the claim's delta and the training's (default 1 / (10 x records), as
@@ -183,50 +189,102 @@ def audit_language_model(
     canaries, the coins and the training's seed.  With ``users`` (one id per text) the
     procedure is user-level training (``max_records_per_user``) and each canary is a
     canary *user* holding ``copies`` copies of its text, a new user beside the texts'.
+    ``exposure_samples``: candidates that estimate each canary's exposure.
     """
     texts = check_texts(texts, text_column)
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
         raise InputError(f"copies must be a whole number >= 1, got {copies!r}")
+    if base is not None and users is not None:
+        raise InputError("fine-tuning protects one text; a user-level audit needs the byte model")
     coded = None if users is None else user_codes(users, len(texts))
     drawn = draw_digit_canaries(canaries, digits=digits, template=template, rng=rng)
-    inserted = int(drawn.inserted.sum())
-    if inserted in (0, canaries):
-        raise InputError("every canary fell on one side; use more canaries (at least 20)")
+    _check_both_sides(drawn)  # before any training
     owners = None
     if coded is None:
         data = texts + drawn.training_texts()
     else:
         data = texts + drawn.training_texts(copies)
-        owners = with_canary_users(*coded, inserted, copies)
+        owners = with_canary_users(*coded, int(drawn.inserted.sum()), copies)
     delta = 1.0 / (10 * len(data)) if delta is None else delta
-    model = train_language_model(
-        data,
-        epsilon=target_epsilon,
-        delta=delta,
-        settings=settings,
-        text_column=text_column,
-        seed=int(rng.integers(2**62)),
-        progress=progress,
-        # without DP there is no unit to protect: the copies train as plain texts
-        user_column=None if owners is None or target_epsilon is None else "user",
-        users=None if target_epsilon is None else owners,
-        max_records_per_user=max_records_per_user,
-    )
+    seed = int(rng.integers(2**62))
+    model: LanguageModel | FineTunedModel
+    if base is not None:
+        if settings is not None and not isinstance(settings, FineTuneSettings):
+            raise InputError("fine-tuning a base model takes FineTuneSettings")
+        tuner = FineTuner(base, settings)
+        model = tuner.train(
+            tuner.encode(data, progress),
+            epsilon=target_epsilon,
+            delta=delta,
+            seed=seed,
+            progress=progress,
+            text_column=text_column,
+        )
+    else:
+        if settings is not None and not isinstance(settings, LanguageModelSettings):
+            raise InputError("the byte-level language model takes LanguageModelSettings")
+        model = train_language_model(
+            data,
+            epsilon=target_epsilon,
+            delta=delta,
+            settings=settings,
+            text_column=text_column,
+            seed=seed,
+            progress=progress,
+            # without DP there is no unit to protect: the copies train as plain texts
+            user_column=None if owners is None or target_epsilon is None else "user",
+            users=None if target_epsilon is None else owners,
+            max_records_per_user=max_records_per_user,
+        )
     if progress is not None:
         progress("scoring canaries", 1.0)
+    return canary_readout(
+        model,
+        drawn,
+        delta=delta,
+        significance=significance,
+        training_texts=len(texts),
+        copies=None if users is None else copies,
+        exposure_samples=exposure_samples,
+        rng=rng,
+    )
+
+
+def canary_readout(
+    model: LanguageModel | FineTunedModel,
+    drawn: DigitCanaries,
+    *,
+    delta: float,
+    significance: float = 0.05,
+    training_texts: int,
+    copies: int | None = None,
+    exposure_samples: int = 10_000,
+    rng: np.random.Generator,
+) -> LanguageModelAudit:
+    """What a model trained with ``drawn``'s inserted canaries (and ``training_texts``
+    others) shows: the one-run bound at ``delta``, the loss attack and each exposure."""
+    inserted = _check_both_sides(drawn)
     scores = model.log_likelihoods(drawn.texts)
     inside, outside = scores[drawn.inserted], scores[~drawn.inserted]
     claimed = model.card["privacy"].get("epsilon")
     return LanguageModelAudit(
         audit=one_run_audit(inside, outside, significance=significance, delta=delta),
         membership=loss_threshold_attack(-inside, -outside, fprs=_resolvable(outside.size)),
-        exposure=canary_exposure(model, drawn, rng=rng),
+        exposure=canary_exposure(model, drawn, samples=exposure_samples, rng=rng),
         claimed_epsilon=None if claimed is None else float(claimed),
         cap=perfect_guess_bound(
-            inserted, canaries - inserted, significance=significance, delta=delta
+            inserted, drawn.inserted.size - inserted, significance=significance, delta=delta
         ),
         inserted=inserted,
-        digits=digits,
-        training_texts=len(texts),
-        copies=None if users is None else copies,
+        digits=drawn.digits,
+        training_texts=training_texts,
+        copies=copies,
     )
+
+
+def _check_both_sides(drawn: DigitCanaries) -> int:
+    """The inserted canaries' number; refuse a draw with none on one side."""
+    inserted = int(drawn.inserted.sum())
+    if inserted in (0, drawn.inserted.size):
+        raise InputError("every canary fell on one side; use more canaries (at least 20)")
+    return inserted
