@@ -52,6 +52,24 @@ class PlanArguments:
     batch_sizes: str | None = option(
         "--batch-sizes", help="Comma-separated batch sizes (default 64 ... 8192).", default=None
     )
+    compute: float | None = option(
+        "--compute",
+        help="Compute budget in training FLOPs (6 x parameters x tokens): plans model size, "
+        "batch and steps together (with --model-sizes and --tokens-per-record; --epochs then "
+        "caps the passes over the data).",
+        default=None,
+    )
+    model_sizes: str | None = option(
+        "--model-sizes",
+        help="With --compute: comma-separated candidate model sizes in parameters, e.g. "
+        "1e8,3e8,1e9.",
+        default=None,
+    )
+    tokens_per_record: int | None = option(
+        "--tokens-per-record",
+        help="With --compute: tokens in one record (sequence length).",
+        default=None,
+    )
     accountant: str = option(
         "--accountant",
         help="pld (tight, default), rdp (faster, looser) or prv (Opacus, upper bound).",
@@ -82,6 +100,9 @@ def plan_dp_sgd(given: PlanArguments) -> None:
             f"--accountant {given.accountant!r} is unknown; use one of {list(ACCOUNTANTS)}"
         )
     records, unit = _units(given)
+    if given.compute is not None or given.model_sizes or given.tokens_per_record is not None:
+        _plan_compute(given, records, unit)
+        return
     table = None
     if given.data is not None and given.target is not None:
         pilots = 6 if given.pilots is None else given.pilots
@@ -109,6 +130,63 @@ def plan_dp_sgd(given: PlanArguments) -> None:
         if study is not None:
             described["pilots"] = study
         stdout.print_json(json.dumps(described))
+        return
+    _print_plan(plan, given, records, unit)
+
+
+def _parameters(text: str | None) -> list[int]:
+    """``--model-sizes``: parameter counts, e.g. ``1e8,3e8,1e9``."""
+    try:
+        sizes = [float(part) for part in (text or "").split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(not (1 <= s < 1e15 and s == int(s)) for s in sizes):
+        raise InputError(
+            f"--model-sizes takes parameter counts separated by commas, got {text!r}; try "
+            "--model-sizes 1e8,3e8,1e9"
+        )
+    return [int(s) for s in sizes]
+
+
+def _plan_compute(given: PlanArguments, records: int, unit: str) -> None:
+    """``--compute``: model size, batch and steps under a compute budget (not ranked)."""
+    from safeshare.train.planner import plan_compute
+
+    missing = [
+        flag
+        for flag, value in (
+            ("--compute", given.compute),
+            ("--model-sizes", given.model_sizes),
+            ("--tokens-per-record", given.tokens_per_record),
+        )
+        if value is None
+    ]
+    if missing:
+        raise InputError(
+            f"a compute-aware plan needs --compute, --model-sizes and --tokens-per-record; "
+            f"add {', '.join(missing)}"
+        )
+    if given.data is not None or given.max_steps is not None:
+        raise InputError(
+            "--compute sets the steps of each configuration: drop --max-steps; pilot runs for "
+            "a compute-aware plan fit language models across sizes (Python: "
+            "safeshare.train.pilots.run_language_model_pilots), not --data's classifier"
+        )
+    with progress_bar(given.quiet or given.as_json) as progress:
+        plan = plan_compute(
+            records,
+            given.epsilon,
+            given.delta,
+            tokens_per_record=int(given.tokens_per_record or 0),
+            flops=float(given.compute or 0.0),
+            model_sizes=_parameters(given.model_sizes),
+            batch_sizes=_sizes(given.batch_sizes),
+            max_epochs=given.epochs,
+            accountant=given.accountant,  # type: ignore[arg-type]
+            progress=progress,
+        )
+    if given.as_json:
+        stdout.print_json(json.dumps(plan.describe()))
         return
     _print_plan(plan, given, records, unit)
 
@@ -153,13 +231,16 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
         f"{unit}" + (": batch sizes count users)" if unit == "user" else ")"),
         title_justify="left",
     )
-    names = ["rank", "batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"]
+    sized = plan.compute is not None
+    names = ["rank" if plan.ranked else "#"] + (["params"] if sized else [])
+    names += ["batch", "q", "steps", "epochs", "noise σ", "σ/B", "epsilon spent"]
+    names += ["tokens", "FLOPs"] if sized else []
     if plan.predictions:
         names.append("loss est.")
     for name in names:
         table.add_column(name, justify="right", min_width=11 if name == "loss est." else None)
     for rank, c in enumerate(plan.candidates, start=1):
-        extra = []
+        extra = [] if c.compute is None else [f"{c.compute.tokens:.3g}", f"{c.compute.flops:.3g}"]
         if plan.predictions:
             guess = plan.predictions[rank - 1]
             mark = ("" if guess.within_pilot_ratios else "*") + (
@@ -169,6 +250,7 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
             extra.append(f"{guess.loss:.3f}±{guess.error:.3f}{mark}")
         table.add_row(
             str(rank),
+            *([f"{c.compute.parameters:.3g}"] if c.compute is not None else []),
             str(c.batch_size),
             f"{c.sampling_rate:.4g}",
             str(c.steps),
@@ -179,7 +261,9 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
             *extra,
         )
     stdout.print(table)
-    if plan.predictions and plan.loss_model is not None:
+    if plan.refused is not None:
+        warn(f"not ranked by the loss estimates: {plan.refused}")
+    if plan.predictions and plan.loss_model is not None and plan.refused is None:
         from safeshare.train.pilots import NOT_PRIVATE
 
         m = plan.loss_model
@@ -191,13 +275,20 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
             "figures are exact."
         )
         stdout.print(styled(f"pilot runs: {NOT_PRIVATE}", "yellow"))
+    elif sized:
+        stdout.print(
+            "not ranked: at a fixed compute a larger batch takes fewer steps, which σ/B does not "
+            "weigh; pilot runs across model sizes rank them by a loss estimate. FLOPs count "
+            "6 x parameters per token (forward and backward); the privacy figures are exact."
+        )
     else:
         stdout.print(
             "ranked by σ/B, the noise on the averaged gradient (lower is better at equal steps); "
             "the privacy figures are exact, no loss is predicted"
         )
     for size, why in plan.skipped.items():
-        stdout.print(Text.assemble(styled(f"batch {size} left out:", "yellow"), " ", why))
+        what = size if isinstance(size, str) else f"batch {size}"
+        stdout.print(Text.assemble(styled(f"{what} left out:", "yellow"), " ", why))
 
 
 plan_command = command(PlanArguments, plan_dp_sgd)

@@ -66,6 +66,7 @@ class PilotRun:
     noise_multiplier: float
     records: int
     loss: float
+    parameters: int | None = None  # the model's size, when pilots span several
 
     @property
     def noise_batch_ratio(self) -> float:
@@ -73,6 +74,7 @@ class PilotRun:
 
     def describe(self) -> dict[str, Any]:
         return {
+            **({} if self.parameters is None else {"parameters": self.parameters}),
             "batch_size": self.batch_size,
             "steps": self.steps,
             "noise_multiplier": self.noise_multiplier,
@@ -88,9 +90,10 @@ class PilotStudy:
     runs: tuple[PilotRun, ...]
     train_records: int
     holdout_records: int
+    loss: str = "mean cross-entropy on held-out records the pilots never train on"
 
     def points(self) -> list[PilotPoint]:
-        return [PilotPoint(r.noise_batch_ratio, r.steps, r.loss) for r in self.runs]
+        return [PilotPoint(r.noise_batch_ratio, r.steps, r.loss, r.parameters) for r in self.runs]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -98,7 +101,7 @@ class PilotStudy:
             "differentially_private": False,
             "train_records": self.train_records,
             "holdout_records": self.holdout_records,
-            "loss": "mean cross-entropy on held-out records the pilots never train on",
+            "loss": self.loss,
             "runs": [r.describe() for r in self.runs],
         }
 
@@ -197,3 +200,112 @@ def run_pilots(
             PilotRun(batch, int(privacy["steps"]), float(privacy["noise_multiplier"]), n, loss)
         )
     return PilotStudy(tuple(runs), n, len(score_on))
+
+
+@dataclass(frozen=True)
+class LanguageModelPilot:
+    """One pilot of the byte-level language model: its width, noise-batch ratio and steps."""
+
+    width: int
+    noise_batch_ratio: float
+    steps: int
+
+
+def language_model_pilot_grid(
+    widths: Sequence[int], ratios: Sequence[float], steps: Sequence[int] = PILOT_STEPS
+) -> list[LanguageModelPilot]:
+    """Every width at every ratio, the steps alternating along the ratios (shifted by one
+    for each width): each size sees each ratio, and both short and long runs.
+
+    >>> grid = language_model_pilot_grid([32, 64], [1e-3, 3e-3, 1e-2])
+    >>> [(p.width, p.steps) for p in grid]
+    [(32, 60), (32, 180), (32, 60), (64, 180), (64, 60), (64, 180)]
+    """
+    if not widths or len(set(ratios)) < 3 or not steps:
+        raise InputError(
+            "language-model pilots need a width, at least 3 noise-batch ratios and a number "
+            f"of steps, got widths {list(widths)}, ratios {list(ratios)}, steps {list(steps)}"
+        )
+    return [
+        LanguageModelPilot(int(w), float(r), int(steps[(i + j) % len(steps)]))
+        for i, w in enumerate(widths)
+        for j, r in enumerate(ratios)
+    ]
+
+
+def run_language_model_pilots(
+    texts: Sequence[str],
+    grid: Sequence[LanguageModelPilot],
+    *,
+    held_out: Sequence[str],
+    context: int = 64,
+    layers: int = 1,
+    learning_rate: float = 3e-3,
+    max_grad_norm: float = 1.0,
+    rng: np.random.Generator,
+    progress: Callable[[str, float], None] | None = None,
+) -> PilotStudy:
+    """One short DP-SGD run of the byte-level language model per pilot of ``grid``, trained
+    on ``texts`` and scored on ``held_out`` (mean loss per byte, in nats); NOT private
+    (see :data:`NOT_PRIVATE`).
+
+    A pilot's batch is about :data:`PILOT_SIGMA` / ratio (within [4, half the texts]); its
+    noise multiplier follows, and the run's actual ratio, steps and parameters are recorded.
+    """
+    from safeshare.train.language_model import (
+        LanguageModelSettings,
+        encode_bytes,
+        train_language_model,
+    )
+
+    n = len(texts)
+    if n < 40 or len(held_out) < 10:
+        raise InputError(
+            f"language-model pilots need at least 40 texts to train and 10 held out, got "
+            f"{n} and {len(held_out)}"
+        )
+    bytes_scored = float(sum(max(1, min(len(encode_bytes(t)), context)) for t in held_out))
+    runs: list[PilotRun] = []
+    for i, pilot in enumerate(grid):
+        if progress is not None:
+            progress(f"pilot run {i + 1} of {len(grid)}", i / len(grid))
+        batch = int(min(max(round(PILOT_SIGMA / pilot.noise_batch_ratio), 4), n // 2))
+        sigma = max(pilot.noise_batch_ratio * batch, 0.3)
+        delta = 1.0 / (10 * n)
+        with _quiet_rdp():
+            # the pilot is not private: this epsilon only makes the calibration land on
+            # the wanted noise multiplier
+            epsilon = dpsgd_epsilon(sigma, batch / n, pilot.steps, delta, accountant="rdp")
+            settings = LanguageModelSettings(
+                context=context,
+                width=pilot.width,
+                layers=layers,
+                heads=2,
+                epochs=pilot.steps * batch / n,
+                batch_size=batch,
+                learning_rate=learning_rate,
+                max_grad_norm=max_grad_norm,
+                accountant="rdp",
+            )
+            model = train_language_model(
+                texts, epsilon=epsilon, delta=delta, settings=settings,
+                seed=int(rng.integers(2**62)),
+            )  # fmt: skip
+        privacy = model.card["privacy"]
+        loss = -float(model.log_likelihoods(held_out).sum()) / bytes_scored
+        runs.append(
+            PilotRun(
+                batch,
+                int(privacy["steps"]),
+                float(privacy["noise_multiplier"]),
+                n,
+                loss,
+                int(model.card["model"]["parameters"]),
+            )
+        )
+    return PilotStudy(
+        tuple(runs),
+        n,
+        len(held_out),
+        loss="mean loss per byte (nats) on held-out texts the pilots never train on",
+    )

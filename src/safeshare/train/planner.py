@@ -42,6 +42,20 @@ DEFAULT_BATCH_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 819
 
 
 @dataclass(frozen=True)
+class Compute:
+    """What a configuration of a compute-aware plan processes: its model's parameters, the
+    tokens it reads and the training FLOPs (:data:`FLOPS_PER_PARAMETER_TOKEN` per parameter
+    and token)."""
+
+    parameters: int
+    tokens: int
+    flops: float
+
+    def describe(self) -> dict[str, Any]:
+        return {"parameters": self.parameters, "tokens": self.tokens, "flops": self.flops}
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One DP-SGD configuration that spends exactly (at most) the budget."""
 
@@ -51,14 +65,20 @@ class Candidate:
     epochs: float
     noise_multiplier: float
     epsilon: float
+    compute: Compute | None = None  # a compute-aware plan's model size, tokens and FLOPs
 
     @property
     def noise_batch_ratio(self) -> float:
         """sigma / B: noise std on the averaged gradient, in clipping-norm units."""
         return self.noise_multiplier / self.batch_size
 
+    @property
+    def parameters(self) -> int | None:
+        return None if self.compute is None else self.compute.parameters
+
     def describe(self) -> dict[str, Any]:
         return {
+            **({} if self.compute is None else self.compute.describe()),
             "batch_size": self.batch_size,
             "sampling_rate": self.sampling_rate,
             "steps": self.steps,
@@ -79,6 +99,7 @@ class Prediction:
     error: float
     within_pilot_ratios: bool
     within_pilot_steps: bool = True
+    within_pilot_sizes: bool = True
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -86,6 +107,7 @@ class Prediction:
             "error": self.error,
             "within_pilot_ratios": self.within_pilot_ratios,
             "within_pilot_steps": self.within_pilot_steps,
+            "within_pilot_sizes": self.within_pilot_sizes,
             "label": "estimate",
         }
 
@@ -100,22 +122,36 @@ class Plan:
     delta: float
     accountant: str
     candidates: tuple[Candidate, ...]
-    skipped: dict[int, str] = field(default_factory=dict)
+    skipped: dict[int | str, str] = field(default_factory=dict)
     predictions: tuple[Prediction, ...] = ()
     loss_model: dict[str, Any] | None = None
     unit: str = "record"  # the privacy unit that ``records`` counts: "record" or "user"
+    compute: dict[str, Any] | None = None  # a compute-aware plan's budget and sizes
+    refused: str | None = None  # why the loss estimates did not rank the candidates
 
     @property
     def best(self) -> Candidate:
         return self.candidates[0]
 
+    @property
+    def ranked(self) -> bool:
+        """Whether the order is a ranking (by sigma/B, or by predicted loss)."""
+        return self.compute is None or (bool(self.predictions) and self.refused is None)
+
     def describe(self) -> dict[str, Any]:
         candidates = [c.describe() for c in self.candidates]
         ranking = "noise_batch_ratio (lower is better; exact privacy, no loss estimate)"
+        if self.compute is not None:
+            ranking = (
+                "none: at a fixed compute a larger batch takes fewer steps, which sigma/B "
+                "does not weigh; pilot runs rank them by a loss estimate"
+            )
         if self.predictions:
             ranking = "predicted held-out loss (an estimate from pilot runs; exact privacy)"
             for described, prediction in zip(candidates, self.predictions, strict=True):
                 described["predicted_loss"] = prediction.describe()
+        if self.refused is not None:
+            ranking = f"none, refused: {self.refused}"
         return {
             f"{self.unit}s": self.records,
             "epsilon": self.epsilon,
@@ -127,6 +163,7 @@ class Plan:
             "candidates": candidates,
             "skipped": {str(b): why for b, why in self.skipped.items()},
             **({"loss_model": self.loss_model} if self.loss_model is not None else {}),
+            **({"compute": self.compute} if self.compute is not None else {}),
         }
 
 
@@ -134,30 +171,71 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
     """The same candidates (privacy untouched), ranked by ``model``'s predicted loss.
 
     Ties (and equal predictions) keep the sigma/B order.  Each prediction carries the
-    model's leave-one-out error and is labelled an estimate.
+    model's leave-one-out error and is labelled an estimate.  When that error is at least
+    the spread the ranking rests on (the best candidate's predicted loss to the median
+    one's), the ranking would be noise: the candidates keep their order, with their
+    predictions, and ``refused`` says why.
     """
     ratios = [p.noise_batch_ratio for p in model.pilots]
     low, high = min(ratios), max(ratios)
     fewest, most = min(p.steps for p in model.pilots), max(p.steps for p in model.pilots)
+    sizes = [p.parameters for p in model.pilots if p.parameters is not None]
+    if model.sized and any(c.parameters is None for c in plan.candidates):
+        raise InputError(
+            "the loss model was fitted across model sizes; rank a compute-aware plan with it"
+        )
+
+    def within_sizes(parameters: int | None) -> bool:
+        return parameters is None or not sizes or min(sizes) <= parameters <= max(sizes)
+
     scored = [
         (
             c,
             Prediction(
-                model.predict(c.noise_batch_ratio, c.steps),
+                model.predict(c.noise_batch_ratio, c.steps, c.parameters),
                 model.error,
                 low <= c.noise_batch_ratio <= high,
                 fewest <= c.steps <= most,
+                within_sizes(c.parameters),
             ),
         )
         for c in plan.candidates
     ]
+    described = model.describe()
+    spread = ranking_spread([p.loss for _, p in scored])
+    if len(scored) > 1 and model.error >= spread:
+        refused = (
+            f"the loss model's leave-one-out error ({model.error:.3g}) is at least the spread "
+            f"it would rank on ({spread:.3g}, from the best candidate's predicted loss to the "
+            "median one's), so its order would be noise; run more or longer pilots"
+        )
+        return replace(
+            plan,
+            predictions=tuple(p for _, p in scored),
+            loss_model={**described, "ranking_refused": refused},
+            refused=refused,
+        )
     scored.sort(key=lambda pair: (pair[1].loss, pair[0].noise_batch_ratio))
     return replace(
         plan,
         candidates=tuple(c for c, _ in scored),
         predictions=tuple(p for _, p in scored),
-        loss_model=model.describe(),
+        loss_model=described,
     )
+
+
+def ranking_spread(losses: Sequence[float]) -> float:
+    """The median predicted loss less the best: what a ranking's error must stay under.
+
+    >>> round(ranking_spread([0.5, 0.7, 0.6, 0.9]), 6)
+    0.15
+    """
+    ordered = sorted(losses)
+    if not ordered:
+        return 0.0
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return median - ordered[0]
 
 
 MAX_PLANNED_RECORDS = 10**12
@@ -222,7 +300,7 @@ def plan_training(
     if not sizes or sizes[0] < 1:
         raise InputError(f"batch sizes must be positive whole numbers, got {list(sizes)}")
     candidates: list[Candidate] = []
-    skipped: dict[int, str] = {}
+    skipped: dict[int | str, str] = {}
     usable = [b for b in sizes if b <= records // 2]
     too_long: list[int] = []
     for size in sizes:
@@ -258,6 +336,127 @@ def plan_training(
         raise BudgetError(_unreachable(records, epsilon, delta, usable, epochs, max_steps, unit))
     candidates.sort(key=lambda c: c.noise_batch_ratio)
     return Plan(records, epsilon, delta, accountant, tuple(candidates), skipped, unit=unit)
+
+
+FLOPS_PER_PARAMETER_TOKEN = 6  # a forward and a backward pass (Kaplan et al. 2020)
+MAX_MODEL_SIZES = 16
+
+
+def plan_compute(
+    records: int,
+    epsilon: float,
+    delta: float,
+    *,
+    tokens_per_record: int,
+    flops: float,
+    model_sizes: Sequence[int],
+    batch_sizes: Sequence[int] | None = None,
+    max_epochs: float | None = None,
+    accountant: Accounting = "pld",
+    tolerance: float = 5e-3,
+    progress: Callable[[str, float], None] | None = None,
+) -> Plan:
+    """Configurations (model size, batch, steps, noise) that fit a compute budget.
+
+    A step of batch B on a model of N parameters costs ``6 N B L`` FLOPs (L tokens per
+    record, a forward and a backward pass; per-record clipping's extra work not counted),
+    so each (N, B) takes ``flops // (6 N B L)`` steps, at most ``max_epochs`` passes over
+    the ``records`` (the data budget) and :data:`MAX_PLANNED_STEPS`; the noise multiplier
+    is calibrated exactly for them, as :func:`plan_training` does.  The candidates are
+    listed by model size and batch, **not ranked**: at a fixed compute a larger batch takes
+    fewer steps, which sigma/B does not weigh; :func:`rank_by_loss` with a loss model
+    fitted across model sizes ranks them.  A budget that fits no step of any candidate is
+    refused, naming the least that fits one.
+
+    >>> plan = plan_compute(976_562, 2.0, 1e-10, tokens_per_record=1024, flops=1e19,
+    ...                     model_sizes=[10**8, 10**9], batch_sizes=[4096, 65536],
+    ...                     accountant="rdp")
+    >>> [(c.parameters // 10**6, c.batch_size, c.steps) for c in plan.candidates]
+    [(100, 4096, 3973), (100, 65536, 248), (1000, 4096, 397), (1000, 65536, 24)]
+    """
+    if (
+        isinstance(tokens_per_record, bool)
+        or not isinstance(tokens_per_record, int)
+        or not (1 <= tokens_per_record <= 10**7)
+    ):
+        raise InputError(
+            f"tokens per record must be a whole number in [1, 10,000,000], got "
+            f"{tokens_per_record!r}"
+        )
+    if not (isinstance(flops, int | float) and math.isfinite(flops) and flops > 0):
+        raise InputError(f"the compute budget must be a positive number of FLOPs, got {flops!r}")
+    sizes = sorted(set(model_sizes))
+    if (
+        not sizes
+        or len(sizes) > MAX_MODEL_SIZES
+        or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes)
+    ):
+        raise InputError(
+            f"give 1 to {MAX_MODEL_SIZES} model sizes as positive parameter counts, got "
+            f"{list(model_sizes)}"
+        )
+    if max_epochs is not None and not (math.isfinite(max_epochs) and 0 < max_epochs <= MAX_EPOCHS):
+        raise InputError(f"max_epochs must be a positive number of at most {MAX_EPOCHS:,}")
+    batches = sorted(set(DEFAULT_BATCH_SIZES if batch_sizes is None else batch_sizes))
+    per_step = {
+        (n, b): FLOPS_PER_PARAMETER_TOKEN * n * b * tokens_per_record
+        for n in sizes
+        for b in batches
+    }
+    if all(cost > flops for cost in per_step.values()):
+        (n, b), least = min(per_step.items(), key=lambda item: item[1])
+        raise InputError(
+            f"the compute budget of {flops:.3g} FLOPs fits no step of any candidate: the "
+            f"cheapest ({n:,} parameters, batch {b}, {tokens_per_record} tokens per record) "
+            f"needs {least:.3g} FLOPs a step; give at least that, and many times it to train"
+        )
+    candidates: list[Candidate] = []
+    skipped: dict[int | str, str] = {}
+    done = 0
+    for n in sizes:
+        steps_cap = None
+        for b in batches:
+            key = f"{n} parameters, batch {b}"
+            steps = int(flops // per_step[(n, b)])
+            if max_epochs is not None:
+                steps_cap = math.ceil(max_epochs * records / b)
+                steps = min(steps, steps_cap)
+            steps = min(steps, MAX_PLANNED_STEPS)
+            if steps < 1:
+                skipped[key] = "the compute budget fits no step"
+                continue
+            if progress is not None:
+                progress(f"calibrating {key}", done / len(per_step))
+            done += 1
+            try:
+                one = plan_training(
+                    records, epsilon, delta, batch_sizes=[b], max_steps=steps,
+                    accountant=accountant, tolerance=tolerance,
+                )  # fmt: skip
+            except (BudgetError, InputError) as err:
+                skipped[key] = str(err)
+                continue
+            if not one.candidates:
+                skipped[key] = one.skipped.get(b, "no configuration")
+                continue
+            found = one.best
+            tokens = b * found.steps * tokens_per_record
+            compute = Compute(n, tokens, float(FLOPS_PER_PARAMETER_TOKEN * n * tokens))
+            candidates.append(replace(found, compute=compute))
+    if not candidates:
+        raise BudgetError(
+            "no (model size, batch) reaches the budget: "
+            + "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:3])
+        )
+    budget = {
+        "flops": flops,
+        "tokens_per_record": tokens_per_record,
+        "model_sizes": sizes,
+        "max_epochs": max_epochs,
+        "flops_per_parameter_token": FLOPS_PER_PARAMETER_TOKEN,
+        "counted": "forward and backward passes; per-record clipping's extra work is not",
+    }
+    return Plan(records, epsilon, delta, accountant, tuple(candidates), skipped, compute=budget)
 
 
 def _unreachable(
