@@ -66,6 +66,17 @@ class Clock:
         return result
 
 
+def settings_of(args: argparse.Namespace, epochs: float) -> FineTuneSettings:
+    return FineTuneSettings(
+        context=args.context,
+        trained_layers=args.layers,
+        rank=args.rank,
+        epochs=epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+    )
+
+
 def audit_line(name: str, audit: LanguageModelAudit) -> str:
     return (
         f"  {name:<8} one-run epsilon >= {audit.audit.epsilon:.2f} (cap {audit.cap:.2f}), "
@@ -105,14 +116,7 @@ def run_set(name: str, base: Base, args: argparse.Namespace) -> dict[str, float]
     training = [texts[i] for i in order[args.held_out : args.held_out + args.texts]]
     drawn = draw_digit_canaries(args.canaries, digits=6, rng=rng)
     data = training + drawn.training_texts()
-    settings = FineTuneSettings(
-        context=args.context,
-        trained_layers=args.layers,
-        rank=args.rank,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-    )
+    settings = settings_of(args, args.epochs)
     tuner = FineTuner(base, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cut texts are counted below
@@ -185,14 +189,7 @@ def memorization_case(name: str, base: Base, args: argparse.Namespace) -> None:
     texts = read_set(name)
     training = [texts[i] for i in rng.permutation(len(texts))[: args.audit_texts]]
     drawn = draw_digit_canaries(args.canaries, digits=6, rng=rng)
-    settings = FineTuneSettings(
-        context=args.context,
-        trained_layers=args.layers,
-        rank=args.rank,
-        epochs=args.audit_epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-    )
+    settings = settings_of(args, args.audit_epochs)
     tuner = FineTuner(base, settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -24,10 +24,12 @@ Yelp sentences) were not tuned on.  The pilots and this benchmark read the texts
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -148,6 +150,18 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
         f"best to median {spread:.4f} (goal: error below it); {len(m)} configurations over "
         f"{len(sizes)} sizes in {runs_cpu:.0f} CPU s"
     )
+    if args.out is not None:  # the pilots and the held-out runs, to refit other forms later
+        record = {
+            "set": name,
+            "pilots": study.describe()["runs"],
+            "loss_model": model.describe(),
+            "held_out": [
+                {**c.describe(), "predicted": float(a), "measured": float(b)}
+                for c, a, b in zip(ranked.candidates, predicted, measured, strict=True)
+            ],
+        }
+        with args.out.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
     return {"rho": rho, "error": error, "spread": spread}
 
 
@@ -170,6 +184,9 @@ def main() -> int:
     parser.add_argument("--pilot-ratios", type=int, default=4)
     parser.add_argument("--pilot-steps", default="40,120")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="append each set's pilots and runs (JSON lines)"
+    )
     args = parser.parse_args()
     results = {name: run_set(name, args) for name in args.sets.split(",")}
     print(

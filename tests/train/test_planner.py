@@ -3,10 +3,7 @@
 import json
 
 import pytest
-import typer
 
-from safeshare import cli
-from safeshare.cli.plan import plan_command
 from safeshare.errors import BudgetError, InputError
 from safeshare.train.accounting import dpsgd_epsilon
 from safeshare.train.planner import plan_training
@@ -73,20 +70,6 @@ def test_bad_input_is_named(kwargs, message):
     with pytest.raises((InputError, BudgetError), match=message):
         plan_training(args.pop("records"), args.pop("epsilon"), args.pop("delta"),
                       accountant="rdp", **args)  # fmt: skip
-
-
-@pytest.fixture
-def plan_main(monkeypatch):
-    """The CLI's entry point with ``plan`` registered as the project will register it."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command("plan")(plan_command)
-
-    @app.callback()
-    def _root() -> None:
-        """safeshare."""
-
-    monkeypatch.setattr(cli, "app", app)
-    return cli.main
 
 
 def test_cli_prints_the_ranked_table(plan_main, capsys):

@@ -5,10 +5,7 @@ import json
 
 import numpy as np
 import pytest
-import typer
 
-from safeshare import cli
-from safeshare.cli.plan import plan_command
 from safeshare.errors import InputError
 from safeshare.train.accounting import dpsgd_epsilon
 from safeshare.train.loss_model import MIN_SIZED_PILOTS, LossModel, PilotPoint
@@ -113,19 +110,6 @@ def test_a_loss_model_whose_error_exceeds_the_spread_does_not_rank():
     assert ranked.candidates == plan.candidates  # the sigma/B order is kept
     assert len(ranked.predictions) == 3
     assert ranked.describe()["ranking"].startswith("none, refused")
-
-
-@pytest.fixture
-def plan_main(monkeypatch):
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command("plan")(plan_command)
-
-    @app.callback()
-    def _root() -> None:
-        """safeshare."""
-
-    monkeypatch.setattr(cli, "app", app)
-    return cli.main
 
 
 def test_the_command_plans_under_a_compute_budget(plan_main, capsys):

@@ -4,10 +4,7 @@ import json
 
 import numpy as np
 import pytest
-import typer
 
-from safeshare import cli
-from safeshare.cli.plan import plan_command
 from safeshare.errors import InputError, SafeshareError
 from safeshare.train.accounting import dpsgd_epsilon
 from safeshare.train.loss_model import LossModel, PilotPoint
@@ -19,20 +16,6 @@ pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
 TARGET = "income>50K"
-
-
-@pytest.fixture
-def plan_main(monkeypatch):
-    """The CLI's entry point with ``plan`` registered as the project registers it."""
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command("plan")(plan_command)
-
-    @app.callback()
-    def _root() -> None:
-        """safeshare."""
-
-    monkeypatch.setattr(cli, "app", app)
-    return cli.main
 
 
 @pytest.fixture(scope="module")

@@ -121,6 +121,23 @@ class DPSGDSettings:
         if not (math.isfinite(self.max_grad_norm) and self.max_grad_norm > 0):
             raise InputError(f"max_grad_norm must be positive, got {self.max_grad_norm!r}")
 
+    @classmethod
+    def of(
+        cls, settings: Any, *, records: int, epsilon: float, delta: float | None, clipping: str
+    ) -> DPSGDSettings:
+        """From a model's settings (``batch_size``, ``epochs``, ``max_grad_norm``,
+        ``accountant``) for ``records`` records; ``delta`` defaults to 1 / (10 x records)."""
+        return cls(
+            records=records,
+            batch_size=settings.batch_size,
+            epochs=settings.epochs,
+            epsilon=epsilon,
+            delta=1.0 / (10 * records) if delta is None else delta,
+            max_grad_norm=settings.max_grad_norm,
+            accountant=settings.accountant,
+            clipping=clipping,
+        )
+
     @property
     def sampling_rate(self) -> float:
         return self.batch_size / self.records

@@ -329,15 +329,8 @@ class FineTuner:
             )
         dp = None
         if epsilon is not None:  # checked (and the budget's size) before any step
-            dp = DPSGDSettings(
-                records=records,
-                batch_size=settings.batch_size,
-                epochs=settings.epochs,
-                epsilon=epsilon,
-                delta=1.0 / (10 * records) if delta is None else delta,
-                max_grad_norm=settings.max_grad_norm,
-                accountant=settings.accountant,
-                clipping="linear-ghost",
+            dp = DPSGDSettings.of(
+                settings, records=records, epsilon=epsilon, delta=delta, clipping="linear-ghost"
             )
         generator, seeded = torch_generator(seed)
         top = self._adapted_top(generator)
@@ -448,24 +441,24 @@ def _upper_class() -> Any:
         def forward(self, hidden: Any) -> Any:
             return self.decoder(inputs_embeds=hidden, use_cache=False).last_hidden_state
 
-        def record_losses(self, final: Any, labels: Any) -> Any:
-            """Each text's mean loss over its real tokens (the head runs only there)."""
+        def _summed(self, final: Any, labels: Any, dtype: Any) -> tuple[Any, Any]:
+            """Each text's summed loss over its real tokens (the head runs only there) and
+            its number of real tokens."""
             real = labels != IGNORED
             each = torch.nn.functional.cross_entropy(
                 self.head(final[real]), labels[real], reduction="none"
             )
-            sums = torch.zeros(len(labels), dtype=each.dtype, device=each.device)
-            sums = sums.index_add(0, real.nonzero()[:, 0], each)
-            return sums / real.sum(dim=1).clamp(min=1)
+            sums = torch.zeros(len(labels), dtype=dtype, device=each.device)
+            return sums.index_add(0, real.nonzero()[:, 0], each.to(dtype)), real.sum(dim=1)
 
-        def token_losses(self, final: Any, labels: Any) -> Any:
-            """Each text's summed loss and its number of real tokens."""
-            real = labels != IGNORED
-            each = torch.nn.functional.cross_entropy(
-                self.head(final[real]), labels[real], reduction="none"
-            )
-            sums = torch.zeros(len(labels), dtype=torch.float64, device=each.device)
-            return sums.index_add(0, real.nonzero()[:, 0], each.double()), real.sum(dim=1)
+        def record_losses(self, final: Any, labels: Any) -> Any:
+            """Each text's mean loss per real token: the loss DP-SGD clips per text."""
+            sums, counts = self._summed(final, labels, final.dtype)
+            return sums / counts.clamp(min=1)
+
+        def token_losses(self, final: Any, labels: Any) -> tuple[Any, Any]:
+            """Each text's summed loss (float64) and its number of real tokens."""
+            return self._summed(final, labels, torch.float64)
 
     return Upper
 

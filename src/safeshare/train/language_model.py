@@ -313,15 +313,8 @@ def train_language_model(
     records = len(texts)
     dp = None
     if epsilon is not None:
-        dp = DPSGDSettings(
-            records=records,
-            batch_size=settings.batch_size,
-            epochs=settings.epochs,
-            epsilon=epsilon,
-            delta=1.0 / (10 * records) if delta is None else delta,
-            max_grad_norm=settings.max_grad_norm,
-            accountant=settings.accountant,
-            clipping="ghost",
+        dp = DPSGDSettings.of(
+            settings, records=records, epsilon=epsilon, delta=delta, clipping="ghost"
         )
     generator, seeded = torch_generator(seed)
     ids, labels = training_sequences(texts, settings.context, text_column)

@@ -309,15 +309,8 @@ def train_text(
     records = len(texts)
     dp = None
     if epsilon is not None:  # check the settings before the (slow) encoding
-        dp = DPSGDSettings(
-            records=records,
-            batch_size=settings.batch_size,
-            epochs=settings.epochs,
-            epsilon=epsilon,
-            delta=1.0 / (10 * records) if delta is None else delta,
-            max_grad_norm=settings.max_grad_norm,
-            accountant=settings.accountant,
-            clipping=settings.clipping,
+        dp = DPSGDSettings.of(
+            settings, records=records, epsilon=epsilon, delta=delta, clipping=settings.clipping
         )
     generator, seeded = torch_generator(seed)
     frozen, states, mask, below = encode_for_training(texts, settings, text_column, progress, place)
