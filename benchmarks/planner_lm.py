@@ -1,7 +1,7 @@
 """Does the compute-aware planner predict DP-SGD language-model losses it never piloted?
 
-    .venv/bin/python benchmarks/planner_lm.py                   # SMS and reviews
-    .venv/bin/python benchmarks/planner_lm.py --sets sms --flops 2e12
+    .venv/bin/python benchmarks/planner_lm.py                   # SMS and reviews, ~50 CPU min
+    .venv/bin/python benchmarks/planner_lm.py --sets sms --pilot-steps 40,120
 
 The byte-level language model (``safeshare.train.language_model``) is piloted on one split
 of a set's texts: short DP-SGD runs at ``--pilot-widths`` x ``--pilot-ratios`` (noise-batch
@@ -182,7 +182,7 @@ def main() -> int:
     parser.add_argument("--batch-sizes", default="16,32,64,128")
     parser.add_argument("--pilot-widths", default="32,64,128")
     parser.add_argument("--pilot-ratios", type=int, default=4)
-    parser.add_argument("--pilot-steps", default="40,120")
+    parser.add_argument("--pilot-steps", default="60,180,540")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--out", type=Path, default=None, help="append each set's pilots and runs (JSON lines)"
