@@ -118,6 +118,9 @@ def test_bad_input_is_refused_before_any_budget_is_spent(
     assert "add --language-model" in refused(*common, "--base", str(base), "--target", "id")
     tuned = [*common, "--language-model", "--base", str(base), *TINY]
     assert "--user-column does not apply to --base" in refused(*tuned, "--user-column", "id")
+    assert "--width, --heads shape the byte-level model" in refused(
+        *tuned, "--width", "128", "--heads", "4"
+    )
     assert "exceeds the model's 3 decoder layers" in refused(*tuned, "--train-layers", "5")
     assert "exceeds the model's 64 positions" in refused(*tuned, "--context", "80")
     assert "no local model" in refused(*common, "--language-model", "--base", str(tmp_path / "x"))

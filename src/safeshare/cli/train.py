@@ -340,6 +340,20 @@ def _check_language_model_flags(given: TrainArguments) -> None:
             f"--clipping {given.clipping!r} cannot train the language model; it takes ghost "
             "(the default; with --base, linear-ghost), which clips each text's whole gradient"
         )
+    shaped = [
+        flag
+        for flag, value, default in (
+            ("--width", given.hidden, 64),
+            ("--layers", given.layers, 1),
+            ("--heads", given.heads, 2),
+        )
+        if value != default
+    ]
+    if given.base is not None and shaped:
+        raise InputError(
+            f"{', '.join(shaped)} shape the byte-level model; with --base the pretrained "
+            "model's shape is fixed (--train-layers and --rank size the adapters): drop them"
+        )
     if given.base is None and given.rank is not None:
         raise InputError("--rank sizes the adapters of --base; add --base or drop --rank")
     if given.unsafe_infer:
