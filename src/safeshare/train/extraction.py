@@ -311,9 +311,11 @@ def canary_exposure(
     enumerate_up_to: int = 10_000,
     samples: int = 10_000,
     rng: np.random.Generator,
+    scores: np.ndarray | None = None,
 ) -> Exposure:
     """Each canary's exposure: exact over all ``10**digits`` candidates when there are at
-    most ``enumerate_up_to``, else estimated from ``samples`` uniform candidates (``rng``)."""
+    most ``enumerate_up_to``, else estimated from ``samples`` uniform candidates (``rng``).
+    ``scores``: the canaries' log-likelihoods when the caller has them (not scored again)."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise InputError(f"samples must be a positive whole number, got {samples!r}")
     space = 10**canaries.digits
@@ -326,7 +328,10 @@ def canary_exposure(
     likelihoods = model.log_likelihoods([canaries.candidate(int(s)) for s in pool])
     # enumerated: the canaries' own scores come from the same pass as the candidates'
     enumerated = space <= enumerate_up_to
-    scores = likelihoods[canaries.secrets] if enumerated else model.log_likelihoods(canaries.texts)
+    if enumerated:
+        scores = likelihoods[canaries.secrets]
+    elif scores is None:
+        scores = model.log_likelihoods(canaries.texts)
     ranked = np.sort(likelihoods)
     # candidates at least as likely as the canary (ties count against it: conservative)
     above = ranked.size - np.searchsorted(ranked, scores, side="left")

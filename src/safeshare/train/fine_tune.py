@@ -48,10 +48,10 @@ from safeshare.train.dpsgd import (
     torch_generator,
     train_shuffled,
 )
+from safeshare.train.language_model import IGNORED, longest_text, trim_labels
 from safeshare.train.tabular import read_model, write_model
 
 KIND = "fine-tuned causal language model"
-IGNORED = -100  # the label of padding: no loss
 ENCODE_CHUNK = 64  # texts the frozen layers run at once
 PIECE = 16  # texts of like length a training step runs at once
 # the token a pretraining corpus puts between documents, where the tokenizer has one
@@ -254,7 +254,7 @@ class FineTuner:
         with torch.no_grad():
             for start in range(0, len(texts), ENCODE_CHUNK):
                 rows = order[start : start + ENCODE_CHUNK]
-                width = _longest(labels[rows])
+                width = longest_text(labels[rows])
                 lower = self._lower(input_ids=ids[rows, :width], use_cache=False)
                 hidden[rows, :width] = lower.last_hidden_state
                 if progress is not None:
@@ -405,16 +405,11 @@ class FineTuner:
         }
 
 
-def _longest(labels: Any) -> int:
-    """The tokens of the longest text among ``labels``' rows (at least 1)."""
-    return max(int((labels != IGNORED).sum(dim=1).max()), 1) if labels.shape[0] else 1
-
-
 def _trim(hidden: Any, labels: Any) -> tuple[Any, Any]:
     """Cut the columns past a batch's longest text (all padding: causal attention never
     sees them)."""
-    tokens = _longest(labels)
-    return hidden[:, :tokens], labels[:, :tokens]
+    (cut,), labels = trim_labels((hidden,), labels)
+    return cut, labels
 
 
 def _by_length(hidden: Any, labels: Any) -> list[tuple[Any, Any]]:

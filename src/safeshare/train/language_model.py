@@ -402,9 +402,14 @@ def sequence_loss(output: Any, labels: Any) -> Any:
     return total / (labels != IGNORED).sum().clamp(min=1)
 
 
+def longest_text(labels: Any) -> int:
+    """The labelled tokens of the longest text among ``labels``' rows (at least 1)."""
+    return max(int((labels != IGNORED).sum(dim=1).max()), 1) if labels.shape[0] else 1
+
+
 def trim_labels(inputs: tuple[Any, ...], labels: Any) -> tuple[tuple[Any, ...], Any]:
     """Cut the columns past the longest text (all padding: causal attention never sees them)."""
-    tokens = max(int((labels != IGNORED).sum(dim=1).max()), 1) if labels.shape[0] else 1
+    tokens = longest_text(labels)
     return tuple(x[:, :tokens] for x in inputs), labels[:, :tokens]
 
 

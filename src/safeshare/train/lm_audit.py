@@ -270,7 +270,7 @@ def canary_readout(
     return LanguageModelAudit(
         audit=one_run_audit(inside, outside, significance=significance, delta=delta),
         membership=loss_threshold_attack(-inside, -outside, fprs=_resolvable(outside.size)),
-        exposure=canary_exposure(model, drawn, samples=exposure_samples, rng=rng),
+        exposure=canary_exposure(model, drawn, samples=exposure_samples, rng=rng, scores=scores),
         claimed_epsilon=None if claimed is None else float(claimed),
         cap=perfect_guess_bound(
             inserted, drawn.inserted.size - inserted, significance=significance, delta=delta
