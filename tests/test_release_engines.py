@@ -291,7 +291,8 @@ def test_raw_files_release_alike_dates_in_the_files_layout_and_missing_as_spelle
     assert 0 < (read >= pd.Timestamp("2016-01-01")).mean() < 0.06
     assert read.dt.day.max() > 12  # not misread month first
     assert 0.1 < (released["job"] == "?").mean() < 0.3
-    assert "date formats" in cards[0]["guarantee"]
+    assert "given the column kinds" not in cards[0]["guarantee"]  # measured with DP
+    assert cards[0]["columns"]["admitted"]["kind_measured_with_dp"]
 
 
 @pytest.mark.slow  # a Spark session: the slow tier

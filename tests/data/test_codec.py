@@ -108,3 +108,15 @@ def test_table_rejects_out_of_range_codes_and_is_read_only():
 def test_edge_helpers():
     assert integer_edges(0, 10, 5) == (0.0, 3.0, 6.0, 9.0, 10.0)
     assert singleton_edges(2, 4) == (2.0, 3.0, 4.0, 4.5)
+
+
+def test_a_column_whose_kind_dp_measured_reads_its_strays_as_missing():
+    """Strays in a column the schema did not declare (``strays_missing``) are missing values,
+    counted as such; declared, the same column refuses them."""
+    age = Column("age", Kind.NUMERIC, edges=(0, 50, 100), integer=True, strays_missing=True)
+    table, report = Table.from_frame(
+        pd.DataFrame({"age": ["10", "forty-two", "", "70"]}), Domain((age,))
+    )
+    assert table.column("age").tolist() == [0, age.missing_code, age.missing_code, 1]
+    assert report.columns["age"].missing == 2
+    assert Column.from_dict(age.to_dict()) == age

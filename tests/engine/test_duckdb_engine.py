@@ -269,3 +269,22 @@ def test_schema_column_names_apply_to_a_file_without_header(
     path.write_text("30;F\n40;M\n")
     assert engine.open(path, names=("age", "sex")).names == ("age", "sex")
     assert engine.open(path).names == ("column_1", "column_2")
+
+
+def test_strays_in_a_column_whose_kind_dp_measured_are_missing_as_numpy_reads_them(
+    engine: DuckDBEngine, tmp_path: Path
+) -> None:
+    """A numeric or date column with ``strays_missing`` (its kind measured with DP) codes a
+    value that is no number (no date) as missing, in DuckDB as in numpy."""
+    path = tmp_path / "t.csv"
+    path.write_text("x,d\n0.5,2020-01-05\nunknown,2020-02-01\n,soon\n0.9,2020-03-01\n")
+    domain = Domain(
+        (
+            Column("x", Kind.NUMERIC, edges=(0, 0.5, 1), strays_missing=True),
+            Column("d", Kind.DATETIME, edges=(18262, 18300, 18400), integer=True,
+                   strays_missing=True),
+        )
+    )  # fmt: skip
+    assert_same_counts(engine, path, domain)
+    encoded = engine.open(path).encode(domain, holdout="FALSE")
+    assert encoded.report.columns["x"].missing == 2 and encoded.report.columns["d"].missing == 1

@@ -11,6 +11,7 @@ import pytest
 
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.dp.discovery import DiscoveryPlan
+from safeshare.dp.kinds import KindsPlan
 from safeshare.dp.ledger import Ledger
 from safeshare.errors import BudgetError, InputError
 from safeshare.release import Reading, SynthesisSettings, release
@@ -143,12 +144,15 @@ def test_a_checkpoint_without_a_schema_reuses_the_domain_it_paid_for(tmp_path, f
     receipt = json.loads((tmp_path / "b" / "spend.json").read_text())
     saved = [c["name"] for c in receipt["saved"]["domain"]["columns"]]
     assert saved == list(whole.synthetic.columns)  # the DP domain, kept for the resume
+    kinds = {g["name"]: g["kind"] for g in receipt["saved"]["kinds"]}  # and the DP kinds
+    assert kinds == {name: c["kind"] for name, c in whole.card["columns"].items()}
     assert not (tmp_path / "killed").exists()
 
-    def discovery_again(*args: object) -> None:
-        raise AssertionError("the domain was discovered again on resume")
+    def measured_again(*args: object) -> None:
+        raise AssertionError("the domain or the kinds were measured again on resume")
 
-    monkeypatch.setattr(DiscoveryPlan, "run", discovery_again)
+    monkeypatch.setattr(DiscoveryPlan, "run", measured_again)
+    monkeypatch.setattr(KindsPlan, "run", measured_again)
     resumed = release(
         frame,
         out=tmp_path / "resumed",

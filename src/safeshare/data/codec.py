@@ -90,7 +90,10 @@ def _encode_column(values: pd.Series, column: Column) -> tuple[np.ndarray, Colum
         )
     if column.is_categorical:
         return _encode_categorical(values, column)
-    numbers = as_numbers(values, column.name, column.kind, date_format=column.date_format)
+    numbers = as_numbers(
+        values, column.name, column.kind, date_format=column.date_format,
+        strays_missing=column.strays_missing,
+    )  # fmt: skip
     return _encode_bins(numbers, column)
 
 
@@ -176,10 +179,17 @@ def numeric_lookup(categories: tuple[str, ...]) -> dict[float, int]:
 
 
 def as_numbers(
-    values: pd.Series, name: str, kind: Kind, guessed: bool = False, date_format: str = ISO
+    values: pd.Series,
+    name: str,
+    kind: Kind,
+    guessed: bool = False,
+    date_format: str = ISO,
+    *,
+    strays_missing: bool = False,
 ) -> np.ndarray:
-    """Floats (day numbers for datetimes, read in ``date_format``); NaN where missing; an error
-    names the count of bad values (and, ``guessed``, that the kind was read from the values)."""
+    """Floats (day numbers for datetimes, read in ``date_format``); NaN where missing, and
+    where a value is no number (no date) with ``strays_missing``; else an error names the count
+    of such values (and, ``guessed``, that the kind was read from the values)."""
     missing = _missing_mask(values)
     if kind is Kind.DATETIME:
         parsed = parse_dates(values, date_format)
@@ -189,7 +199,7 @@ def as_numbers(
     else:
         numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     bad = np.isnan(numbers) & ~missing
-    if bad.any():
+    if bad.any() and not strays_missing:
         raise not_parsed(name, kind, int(bad.sum()), guessed)
     return numbers
 

@@ -52,7 +52,7 @@ def date_format_of(values: pd.Series, weights: np.ndarray | None = None) -> str:
     weights = np.ones(len(text)) if weights is None else np.asarray(weights, dtype=float)
     best, best_share = ISO, 0.0
     for layout in DATE_FORMATS:
-        share = float(_read(text, layout).notna().to_numpy(dtype=float) @ weights)
+        share = float(read_layout(text, layout).notna().to_numpy(dtype=float) @ weights)
         if share > best_share:
             best, best_share = layout, share
     if best in (ISO, DATE_FORMATS[0]):
@@ -65,12 +65,12 @@ def parse_dates(values: pd.Series, date_format: str = ISO) -> pd.Series:
     formats); NaT where unparsable."""
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
         return values
-    parsed = _read(values, date_format or "ISO8601")
+    parsed = read_layout(values, date_format or "ISO8601")
     for fallback in ("ISO8601", "mixed") if date_format else ("mixed",):
         rest = (parsed.isna() & values.notna()).to_numpy()
         if not rest.any():
             break
-        parsed[rest] = _read(values[rest], fallback).to_numpy()
+        parsed[rest] = read_layout(values[rest], fallback).to_numpy()
     return parsed
 
 
@@ -80,7 +80,8 @@ def write_dates(dates: pd.Series, date_format: str = ISO) -> pd.Series:
     return written.astype(object).where(written.notna(), None)
 
 
-def _read(values: pd.Series, layout: str) -> pd.Series:
+def read_layout(values: pd.Series, layout: str) -> pd.Series:
+    """``values`` read in ``layout`` alone (``%-m``: an unpadded month); NaT where they do not."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return pd.to_datetime(
@@ -88,11 +89,20 @@ def _read(values: pd.Series, layout: str) -> pd.Series:
         )
 
 
+def unpadded_layout(layout: str) -> str:
+    """``layout`` with months, days and hours written without zero-padding.
+
+    >>> unpadded_layout("%d/%m/%Y %H:%M")
+    '%-d/%-m/%Y %-H:%M'
+    """
+    return layout.replace("%m", "%-m").replace("%d", "%-d").replace("%H", "%-H")
+
+
 def _as_written(text: pd.Series, weights: np.ndarray, layout: str) -> str:
     """``layout``, or its unpadded form where most values read with it are not zero-padded."""
-    parsed = _read(text, layout)
+    parsed = read_layout(text, layout)
     read = parsed.notna().to_numpy()
-    unpadded = layout.replace("%m", "%-m").replace("%d", "%-d").replace("%H", "%-H")
+    unpadded = unpadded_layout(layout)
     padded_matches = _matches(text[read], parsed[read], layout) @ weights[read]
     unpadded_matches = _matches(text[read], parsed[read], unpadded) @ weights[read]
     return unpadded if unpadded_matches > padded_matches else layout

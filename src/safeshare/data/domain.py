@@ -78,7 +78,9 @@ class Column:
     which decode into them.  ``missing_label`` (categorical/ordinal) is how a decoded
     missing value is written ('?' where the input writes it so; empty by default);
     ``date_format`` (datetime) is the layout dates are read and written in
-    (:mod:`safeshare.data.dates`; empty: ISO 8601 days).
+    (:mod:`safeshare.data.dates`; empty: ISO 8601 days).  ``strays_missing`` (numeric/datetime)
+    reads a value that is no number (no date) as missing instead of refusing it: for a column
+    whose kind DP measured (:mod:`safeshare.dp.kinds`), where a few such values may remain.
     """
 
     name: str
@@ -93,6 +95,7 @@ class Column:
     weights: tuple[float, ...] = ()
     missing_label: str = ""
     date_format: str = ""
+    strays_missing: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -206,6 +209,8 @@ class Column:
                 out["weights"] = list(self.weights)
             if self.date_format:
                 out["date_format"] = self.date_format
+            if self.strays_missing:
+                out["strays_missing"] = True
         out["missing"] = self.missing
         return out
 
@@ -224,6 +229,7 @@ class Column:
             weights=tuple(data.get("weights", ())),
             missing_label=str(data.get("missing_label", "")),
             date_format=str(data.get("date_format", "")),
+            strays_missing=bool(data.get("strays_missing", False)),
         )
 
 

@@ -15,7 +15,8 @@ with a DP mechanism (:mod:`safeshare.dp.discovery`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,15 +36,17 @@ _NAME_PART = re.compile(
     r"(first|last|given|family|middle|fore|sur|maiden|nick)[_\s.-]?(name)?|[fml]name",
     re.IGNORECASE,
 )
-_VALUE_PATTERNS = {
+VALUE_PATTERNS = {
     "e-mail addresses": re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
     "phone numbers": re.compile(r"^\+?[\d\s().-]{7,20}$"),
     "IP addresses": re.compile(r"^\d{1,3}(\.\d{1,3}){3}$"),
 }
-_MIN_ROWS_FOR_UNIQUENESS = 20
-_NEAR_UNIQUE = 0.9
+MIN_ROWS_FOR_UNIQUENESS = 20
+NEAR_UNIQUE = 0.9
+DATE_SHAPE = r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"  # what a value must look like to be read as a date
+RECORD_NUMBER = "every value distinct (a record number)"  # why such a column is dropped
 _MOSTLY = 0.99  # the share of records that makes a column numbers or dates despite stray values
-_FREE_TEXT_WORDS = 4
+FREE_TEXT_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,28 @@ class GuessedColumn:
     integer: bool = False
     identifier: str | None = None
     date_format: str = ""
+
+    @classmethod
+    def of_dates(cls, name: str, date_format: str) -> GuessedColumn:
+        """A column of dates in ``date_format`` (an identifier only by its name)."""
+        return cls(
+            name, Kind.DATETIME, integer=True, identifier=identifier_by_name(name),
+            date_format=date_format,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (the inverse of :meth:`from_dict`)."""
+        return {**asdict(self), "kind": str(self.kind)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GuessedColumn:
+        return cls(
+            str(data["name"]),
+            Kind(data["kind"]),
+            bool(data.get("integer", False)),
+            data.get("identifier"),
+            str(data.get("date_format", "")),
+        )
 
 
 def infer_columns(frame: pd.DataFrame) -> list[GuessedColumn]:
@@ -79,29 +104,23 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
         reason = identifier_by_name(name)
         numbered = int(weights[parsed].sum())
         record_number = (
-            integer and numbered >= _MIN_ROWS_FOR_UNIQUENESS and numbered == numbers.nunique()
+            integer and numbered >= MIN_ROWS_FOR_UNIQUENESS and numbered == numbers.nunique()
         )
         if reason is None and record_number:
-            reason = "every value distinct (a record number)"
+            reason = RECORD_NUMBER
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
     if _looks_like_dates(text, weights):  # before the patterns: 2021-03-01 is no phone number
-        return GuessedColumn(
-            name,
-            Kind.DATETIME,
-            integer=True,
-            identifier=identifier_by_name(name),
-            date_format=date_format_of(text, weights),
-        )
-    for label, pattern in _VALUE_PATTERNS.items():
+        return GuessedColumn.of_dates(name, date_format_of(text, weights))
+    for label, pattern in VALUE_PATTERNS.items():
         matches = text.str.fullmatch(pattern).to_numpy(dtype=float, na_value=0.0)
-        if matches @ weights / rows >= _NEAR_UNIQUE:
+        if matches @ weights / rows >= NEAR_UNIQUE:
             return GuessedColumn(name, Kind.TEXT, identifier=label)
     words = text.str.count(r"\S+").to_numpy(dtype=float) @ weights / rows
     distinct = len(text) / rows
-    if words >= _FREE_TEXT_WORDS and distinct >= 0.5:
+    if words >= FREE_TEXT_WORDS and distinct >= 0.5:
         return GuessedColumn(name, Kind.TEXT, identifier="free text")
     reason = identifier_by_name(name)
-    if reason is None and rows >= _MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
+    if reason is None and rows >= MIN_ROWS_FOR_UNIQUENESS and distinct >= NEAR_UNIQUE:
         reason = "near-unique values"
     return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
 
@@ -122,9 +141,7 @@ def identifier_by_name(name: str) -> str | None:
 def _looks_like_dates(text: pd.Series, weights: np.ndarray) -> bool:
     """Most records (:data:`_MOSTLY`) hold a date: a stray value that is not one does not make
     the column something else (its count is then refused by name, before any spend)."""
-    shaped = text.str.contains(r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}", regex=True).to_numpy(
-        dtype=bool, na_value=False
-    )
+    shaped = text.str.contains(DATE_SHAPE, regex=True).to_numpy(dtype=bool, na_value=False)
     if shaped.astype(float) @ weights < _MOSTLY * weights.sum():
         return False
     parsed = parse_dates(text[shaped]).notna().to_numpy(dtype=float)

@@ -3,7 +3,8 @@
 A column's domain comes from the schema (public, free), from the data through a
 DP mechanism (costs budget), or from the data without DP (``unsafe``, flagged);
 identifiers and free text are dropped.  Kinds the schema does not give are
-guessed from the data (not DP, flagged in the card).
+guessed from the data: measured with DP where a release passes ``measured`` guesses
+(:mod:`safeshare.dp.kinds`), else read without DP (flagged in the card).
 
 >>> import pandas as pd
 >>> from safeshare.data.schema import Schema
@@ -15,6 +16,7 @@ guessed from the data (not DP, flagged in the card).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -56,64 +58,120 @@ class ColumnDecision:
     integer: bool = False
     spec: ColumnSpec | None = None
     date_format: str = ""
+    kind_measured: bool = False  # the guess came from a DP measurement (safeshare.dp.kinds)
 
     @property
     def modelled(self) -> bool:
         return self.source is not Source.DROPPED
 
 
+def guessed_names(columns: Sequence[str], schema: Schema | None) -> list[str]:
+    """The columns whose kind no schema gives, so a guess must decide it: a public choice,
+    made from the header and the schema alone.
+
+    >>> guessed_names(["age", "sex"], None)
+    ['age', 'sex']
+    """
+    return [str(n) for n in columns if schema is None or _needs_guess(schema.spec(str(n)))]
+
+
 def decide_columns(
-    frame: pd.DataFrame, schema: Schema | None = None, *, unsafe: bool = False
+    frame: pd.DataFrame,
+    schema: Schema | None = None,
+    *,
+    unsafe: bool = False,
+    measured: Mapping[str, GuessedColumn] | None = None,
 ) -> list[ColumnDecision]:
-    """One decision per column of ``frame``; schema columns absent from it are an error."""
-    if schema is not None:
-        absent = [n for n in schema.names if n not in frame.columns]
-        if absent:
-            raise SchemaError(
-                f"columns {absent} are declared in {schema.source} but absent from the data; "
-                f"the data has {list(map(str, frame.columns))}"
-            )
-    needs_guess = [n for n in frame.columns if schema is None or _needs_guess(schema.spec(str(n)))]
-    guesses = {g.name: g for g in infer_columns(frame[needs_guess])} if needs_guess else {}
-    decisions = []
-    for name in map(str, frame.columns):
-        spec = schema.spec(name) if schema is not None else None
-        guess = guesses.get(name)
-        kind = (
-            spec.kind
-            if spec is not None and spec.kind is not None
-            else (guess.kind if guess else Kind.TEXT)
-        )
-        role = spec.role if spec is not None else Role.OTHER
-        integer = (
-            bool(spec.integer)
-            if spec is not None and spec.integer is not None
-            else bool(guess and guess.integer)
-        )
-        guessed = spec is None or spec.kind is None
-        reason = _drop_reason(spec, guess, kind, role)
-        if reason is not None:
-            source = Source.DROPPED
-            if not reason.startswith("free text"):
-                role = Role.IDENTIFIER
-        elif spec is not None and spec.complete:
-            source = Source.SCHEMA
-        else:
-            source = Source.NOT_DP if unsafe else Source.DP
-        date_format = (
-            spec.format
-            if spec is not None and spec.format
-            else (guess.date_format if guess and kind is Kind.DATETIME else "")
-        )
-        decisions.append(
-            ColumnDecision(name, kind, role, source, reason, guessed, integer, spec, date_format)
-        )
+    """One decision per column of ``frame``; schema columns absent from it are an error.
+
+    ``measured``: the DP guesses (:mod:`safeshare.dp.kinds`) of the columns
+    :func:`guessed_names` gives; without them the kinds are read from ``frame`` without DP."""
+    _check_present(list(frame.columns), schema)
+    needs_guess = guessed_names(list(frame.columns), schema)
+    if measured is not None:
+        guesses = dict(measured)
+    else:
+        guesses = {g.name: g for g in infer_columns(frame[needs_guess])} if needs_guess else {}
+    decisions = [
+        _decision(name, schema, guesses.get(name), unsafe=unsafe, measured=measured is not None)
+        for name in map(str, frame.columns)
+    ]
     if not any(d.modelled for d in decisions):
         raise SchemaError(
             "every column was dropped as an identifier or free text; nothing is left to release. "
             "Declare the columns to keep in a schema"
         )
     return decisions
+
+
+def declared_columns(columns: Sequence[str], schema: Schema | None) -> list[ColumnDecision]:
+    """The decisions the schema makes alone, before any value is read: one for each column of
+    ``columns`` whose kind it gives (:func:`guessed_names` are the others).
+
+    >>> declared_columns(["age"], None)
+    []
+    """
+    _check_present(columns, schema)
+    guessed = set(guessed_names(columns, schema))
+    return [
+        _decision(str(name), schema, None, unsafe=False, measured=False)
+        for name in columns
+        if str(name) not in guessed
+    ]
+
+
+def _check_present(columns: Sequence[str], schema: Schema | None) -> None:
+    """Refuse a schema that declares columns the data lack."""
+    if schema is not None:
+        absent = [n for n in schema.names if n not in columns]
+        if absent:
+            raise SchemaError(
+                f"columns {absent} are declared in {schema.source} but absent from the data; "
+                f"the data has {list(map(str, columns))}"
+            )
+
+
+def _decision(
+    name: str,
+    schema: Schema | None,
+    guess: GuessedColumn | None,
+    *,
+    unsafe: bool,
+    measured: bool,
+) -> ColumnDecision:
+    """Column ``name``'s decision from the schema and, where it gives no kind, ``guess``
+    (``measured``: guessed with DP)."""
+    spec = schema.spec(name) if schema is not None else None
+    kind = (
+        spec.kind
+        if spec is not None and spec.kind is not None
+        else (guess.kind if guess else Kind.TEXT)
+    )
+    role = spec.role if spec is not None else Role.OTHER
+    integer = (
+        bool(spec.integer)
+        if spec is not None and spec.integer is not None
+        else bool(guess and guess.integer)
+    )
+    guessed = spec is None or spec.kind is None
+    reason = _drop_reason(spec, guess, kind, role)
+    if reason is not None:
+        source = Source.DROPPED
+        if not reason.startswith("free text"):
+            role = Role.IDENTIFIER
+    elif spec is not None and spec.complete:
+        source = Source.SCHEMA
+    else:
+        source = Source.NOT_DP if unsafe else Source.DP
+    date_format = (
+        spec.format
+        if spec is not None and spec.format
+        else (guess.date_format if guess and kind is Kind.DATETIME else "")
+    )
+    return ColumnDecision(
+        name, kind, role, source, reason, guessed, integer, spec, date_format,
+        kind_measured=measured and guess is not None,
+    )  # fmt: skip
 
 
 LEFT_OUT = "its range did not stand above the discovery noise at this budget"
@@ -156,13 +214,19 @@ def check_values(frame: pd.DataFrame, decisions: list[ColumnDecision]) -> None:
     """Raise the encoding error a release would meet later, before any budget is spent.
 
     Columns the schema fixes are encoded in full; numeric and date columns whose
-    domain is still to be found must at least parse.
+    domain is still to be found must at least parse, unless DP measured their kind (a few
+    values of another class are then read as missing: :attr:`Column.strays_missing`).
     """
     declared = [d for d in decisions if d.source is Source.SCHEMA and d.spec is not None]
     if declared:
         encode_frame(frame, Domain(tuple(d.spec.to_column(d.name) for d in declared if d.spec)))
     for d in decisions:
-        if d.modelled and d.source is not Source.SCHEMA and d.kind in (Kind.NUMERIC, Kind.DATETIME):
+        if (
+            d.modelled
+            and d.source is not Source.SCHEMA
+            and d.kind in (Kind.NUMERIC, Kind.DATETIME)
+            and not d.kind_measured
+        ):
             as_numbers(frame[d.name], d.name, d.kind, d.kind_guessed, d.date_format)
 
 

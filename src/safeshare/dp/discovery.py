@@ -73,6 +73,7 @@ class Target:
     minimum: float | None = None
     maximum: float | None = None
     date_format: str = ""  # the layout a date column is read and written in (public or guessed)
+    strays_missing: bool = False  # a value that is no number (date) counts as missing
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,10 @@ class DiscoveryPlan:
             noisy = mechanism.release(both, rand).astype(float)
             return _Counts(target, noisy, mechanism.sigma, exact.index, tokens.index)
         grid, coarse = grid_of(target), coarse_grid_of(target)
-        numbers = as_numbers(values, target.name, target.kind, date_format=target.date_format)
+        numbers = as_numbers(
+            values, target.name, target.kind, date_format=target.date_format,
+            strays_missing=target.strays_missing,
+        )  # fmt: skip
         numbers = numbers[~np.isnan(numbers)]
         cells = histogram(numbers, grid)
         if coarse is not None:

@@ -231,6 +231,7 @@ def numeric_column(target: Target, counts: np.ndarray, sigma: float) -> Column |
         edges=edges,
         integer=integer,
         date_format=target.date_format,
+        strays_missing=target.strays_missing,
     )
     below, above = _tails(target, counts, sigma, column)
     return _with_cells(column, grid[first : last + 2], mass, below, above)

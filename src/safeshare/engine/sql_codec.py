@@ -296,9 +296,10 @@ def code_sql(column: Column, text: str, value: str | None = None, dialect: Diale
         raise InputError(f"column {column.name!r} is {column.kind}: its code needs its value")
     interior = column.edges[1:-1]
     bins = " + ".join(f"CAST({value} >= {double(e)} AS INTEGER)" for e in interior) or "0"
+    stray = missing if column.strays_missing else NOT_PARSED
     return (
         f"CASE WHEN {value} IS NULL THEN "
-        f"(CASE WHEN {text} IS NULL THEN {missing} ELSE {NOT_PARSED} END) "
+        f"(CASE WHEN {text} IS NULL THEN {missing} ELSE {stray} END) "
         f"ELSE {bins} END"
     )
 

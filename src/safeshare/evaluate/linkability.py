@@ -121,6 +121,9 @@ def balanced_split(release: Table) -> tuple[list[str], list[str]]:
     >>> table = Table({c: rng.integers(0, n, 1000) for c, n in sizes.items()}, Domain.from_sizes(sizes))
     >>> balanced_split(table)
     (['a', 'c'], ['b', 'd'])
+    >>> constant = Table({c: np.zeros(10, int) for c in "ab"}, Domain.from_sizes({"a": 1, "b": 1}))
+    >>> balanced_split(constant)  # no column tells anyone apart: still one on each side
+    (['a'], ['b'])
     """
     entropy = {}
     for name in release.columns:
@@ -129,8 +132,8 @@ def balanced_split(release: Table) -> tuple[list[str], list[str]]:
         entropy[name] = float(-(share * np.log2(share)).sum())
     sides: tuple[list[str], list[str]] = ([], [])
     totals = [0.0, 0.0]
-    for name in sorted(entropy, key=lambda n: -entropy[n]):
-        side = 0 if totals[0] <= totals[1] else 1
+    for name in sorted(entropy, key=lambda n: -entropy[n]):  # ties: the side with fewer
+        side = 0 if (totals[0], len(sides[0])) <= (totals[1], len(sides[1])) else 1
         sides[side].append(name)
         totals[side] += entropy[name]
     order = {name: i for i, name in enumerate(release.columns)}

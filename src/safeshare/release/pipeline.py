@@ -21,7 +21,7 @@ three are complete.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,11 +32,14 @@ import pandas as pd
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Domain, Kind
 from safeshare.data.identity import Identity
+from safeshare.data.inference import GuessedColumn, identifier_by_name
 from safeshare.data.plan import (
     ColumnDecision,
     Source,
     check_values,
     decide_columns,
+    declared_columns,
+    guessed_names,
     infer_column_unsafe,
     left_out,
 )
@@ -47,6 +50,8 @@ from safeshare.data.table import Table
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, epsilon_from_rho
 from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Spellings, Target, plan_discovery
+from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.kinds import KindsPlan, plan_kinds
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
@@ -78,6 +83,7 @@ METHODS = ("mst", "aim", "pe")  # DP synthesis; anonymization is release.anonymi
 DOMAIN_SHARE = 0.2  # share of rho that finds the domains the schema leaves open (Adult: 0.1 -> 0.2
 # took MST's neutral 3-way TVD from 0.143 to 0.121; 0.3 gave 0.124)
 THRESHOLD_DELTA_SHARE = 0.25  # share of delta for thresholds of category discovery
+KINDS_SHARE = 0.05  # share of rho that measures the kinds the schema does not give
 FIRST_ROUND_SHARE = 0.5  # of discovery's rho and delta, spent evenly before the columns left short
 # share the rest (COMPAS, MST, epsilon 1, seeds 0-3: neutral 3-way TVD 0.396 -> 0.381)
 MAX_ROWS = 2**31 - 1  # the most records one release writes (--rows)
@@ -196,21 +202,45 @@ def release(
 
 
 @dataclass(frozen=True)
+class _Split:
+    """How a release's budget is shared, fixed before any value is read: zCDP for the kinds
+    measurement, domain discovery and the synthesizer, and the delta discovery's thresholds
+    keep."""
+
+    kinds: float
+    domain: float
+    synthesis: float
+    delta_reserved: float
+
+
+@dataclass(frozen=True)
 class _Plan:
-    """What a release fixes before its spend: its streams, split, columns and mechanisms."""
+    """What a release fixes before its spend: its streams, split, budget shares and
+    mechanisms.  Where DP measures the column kinds (``kinds``), the columns are decided in the
+    paid block (:func:`_decided`): ``decisions``, ``discovery`` and ``orders`` are set there."""
 
     rand: Randomness
     rng: np.random.Generator
     discovery_noise: Randomness
+    kinds_noise: Randomness
     n_train: int
     n_holdout: int
-    decisions: list[ColumnDecision]
-    discovery: DiscoveryPlan
+    split: _Split
+    kinds: KindsPlan | None
     synthesizer: MST | AIM | TabularPE
     discovery_rows: pd.DataFrame
     spellings: Spellings | None
     checkpoint: Path | None
+    order_rules: tuple[Mapping[str, Any], ...] = ()  # the schema's order constraints
+    decisions: list[ColumnDecision] = field(default_factory=list)
+    discovery: DiscoveryPlan = field(default_factory=lambda: plan_discovery([], 0.0, 0.0))
     orders: tuple[Order, ...] = ()  # kept after decoding, by every method
+
+    @property
+    def events(self) -> list[PrivacyEvent]:
+        """What the kinds measurement and discovery spend (the synthesizer's are its own)."""
+        kinds = [self.kinds.event] if self.kinds is not None else []
+        return [*kinds, *self.discovery.events]
 
 
 def _release_input(
@@ -226,6 +256,10 @@ def _release_input(
     # an engine's failed job refunds the spend: nothing is released before the final write
     with paid(job.ledger, bill, plan.checkpoint) as payment:
         check_kept(plan.checkpoint, payment.spend)
+        kind_notes: list[str] = []
+        if plan.kinds is not None:
+            report("measuring the column kinds", 0.05)
+            plan, kind_notes = _measured_kinds(plan, plan.kinds, settings, schema, payment.spend)
         report("discovering the domain", 0.1)
         domain, notes = _checkpointed_domain(
             plan.decisions,
@@ -236,6 +270,7 @@ def _release_input(
             payment.spend,
             plan.checkpoint,
         )
+        notes = kind_notes + notes
         if not domain.columns:
             raise BudgetError(
                 "no column's range stood above the discovery noise at this budget, so nothing "
@@ -292,59 +327,158 @@ def _plan(
     seed: int | None,
     report: Progress,
 ) -> _Plan:
-    """Split, decide the columns and plan every mechanism; refuse what cannot work, all
-    before the spend (the rows discovery reads are fetched here too: a failed engine job
-    costs nothing)."""
+    """Split, plan every mechanism and share the budget; decide the columns where no kind is
+    to be measured; refuse what cannot work, all before the spend (the rows discovery reads
+    are fetched here too: a failed engine job costs nothing)."""
     budget, method = settings.budget, settings.method
     rand = Randomness(seed)
     rng = rand.generator()
     discovery_noise, synthesis_noise = rand.spawn(2)  # a stream of its own for each mechanism
+    (kinds_noise,) = rand.spawn(1)
     n_train, n_holdout = data.split(settings.holdout_fraction, RowOrder.draw(rng))
     # kinds are guessed from the training rows alone: the holdout, which measures the
     # release, must not shape it; every row's values are checked before the spend
     train_rows = data.discovery_frame()
-    decisions = decide_columns(train_rows, schema, unsafe=settings.unsafe_infer)
-    check_values(data.checked_frame(), decisions)
-    modelled = [d for d in decisions if d.modelled]
-    declared = list(schema.constraints) if schema is not None else []
-    kinds = {d.name: d.kind for d in modelled}
-    orders = [Order.from_dict(c, kinds) for c in declared if Order.declared_by(c)]
-    constraints = [c for c in declared if not Order.declared_by(c)]
+    guessed = [] if settings.unsafe_infer else guessed_names(list(train_rows.columns), schema)
+    declared = (
+        declared_columns(list(train_rows.columns), schema)
+        if guessed
+        else decide_columns(train_rows, schema, unsafe=settings.unsafe_infer)
+    )
+    check_values(data.checked_frame(), declared)
+    rules = list(schema.constraints) if schema is not None else []
+    order_rules = tuple(c for c in rules if Order.declared_by(c))
+    constraints = [c for c in rules if not Order.declared_by(c)]
     if constraints and method != "aim":
         raise InputError(
             f"the schema declares {len(constraints)} constraint(s) on combinations of values; "
             f"--method {method} cannot honour them: use --method aim, or remove them from the "
             "schema (order constraints are kept by every method)"
         )
-    discovery, rho = _plan_discovery(budget, modelled)
+    known = {d.name: d.kind for d in declared if d.modelled}
+    for rule in order_rules:  # their shape and columns are public: checked before the spend
+        Order.from_dict(rule, {**known, **dict.fromkeys(guessed)})
+    split = _split_budget(budget, declared, guessed)
+    kinds = plan_kinds(guessed, split.kinds) if guessed else None
     synthesizer = _synthesizer(
-        settings, rho, synthesis_noise, _subrange(report, 0.2, 0.8), constraints
+        settings, split.synthesis, synthesis_noise, _subrange(report, 0.2, 0.8), constraints
     )
-    planned = Accountant(
-        [*discovery.events, *synthesizer.privacy_events([d.name for d in modelled])]
-    )
-    planned.check_within(budget)
-    if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
-        synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
-    if isinstance(synthesizer, TabularPE):
-        check_search(synthesizer.neighbour_search)  # a missing faiss is refused before any spend
-        synthesizer.check_useful(n_train)
-    else:
-        _check_useful(synthesizer, len(modelled), n_train, budget, discovery.delta)
-    return _Plan(
+    plan = _Plan(
         rand,
         rng,
         discovery_noise,
+        kinds_noise,
         n_train,
         n_holdout,
-        decisions,
-        discovery,
+        split,
+        kinds,
         synthesizer,
         train_rows,
         _spellings(data, schema),
         _checkpoint(synthesizer),
-        tuple(orders),
+        order_rules,
     )
+    candidates = sum(d.modelled for d in declared) + sum(
+        identifier_by_name(name) is None for name in guessed
+    )
+    if kinds is None:  # every kind is public: the columns are decided before the spend
+        plan, _ = _decided(plan, budget, declared)  # every order is checked: no note
+        modelled = [d for d in plan.decisions if d.modelled]
+        candidates = len(modelled)
+        if isinstance(synthesizer, AIM) and all(d.source is Source.SCHEMA for d in modelled):
+            synthesizer.check(Domain(tuple(d.spec.to_column(d.name) for d in modelled if d.spec)))
+    if isinstance(synthesizer, TabularPE):
+        check_search(synthesizer.neighbour_search)  # a missing faiss is refused before any spend
+        synthesizer.check_useful(n_train)
+    else:
+        _check_useful(synthesizer, max(candidates, 1), n_train, budget, split.delta_reserved)
+    return plan
+
+
+def _split_budget(
+    budget: PrivacyBudget, declared: list[ColumnDecision], guessed: list[str]
+) -> _Split:
+    """The budget's shares, from public facts alone: which columns the schema declares and
+    which are guessed (a guessed column may turn out categorical, so its thresholds keep
+    their delta)."""
+    open_declared = [d for d in declared if d.modelled and d.source is Source.DP]
+    categorical = bool(guessed) or any(
+        d.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for d in open_declared
+    )
+    delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
+    rho = budget.rho(delta_reserved)
+    rho_kinds = KINDS_SHARE * rho if guessed else 0.0
+    rho_domain = DOMAIN_SHARE * (rho - rho_kinds) if (guessed or open_declared) else 0.0
+    return _Split(rho_kinds, rho_domain, rho - rho_kinds - rho_domain, delta_reserved)
+
+
+def _decided(
+    plan: _Plan, budget: PrivacyBudget, decisions: list[ColumnDecision]
+) -> tuple[_Plan, list[str]]:
+    """``plan`` with its columns decided: discovery and the order constraints planned against
+    them (with notes on the orders left out), and every event checked within ``budget``."""
+    modelled = [d for d in decisions if d.modelled]
+    discovery = _plan_discovery(plan.split, modelled, budget.epsilon)
+    orders, notes = _orders(plan.order_rules, decisions)
+    plan = replace(plan, decisions=decisions, discovery=discovery, orders=orders)
+    synthesis = plan.synthesizer.privacy_events([d.name for d in modelled])
+    Accountant([*plan.events, *synthesis]).check_within(budget)
+    return plan, notes
+
+
+def _orders(
+    rules: Sequence[Mapping[str, Any]], decisions: list[ColumnDecision]
+) -> tuple[tuple[Order, ...], list[str]]:
+    """The schema's order constraints over the decided columns.  A bad rule is refused (before
+    any spend where the schema gives its columns' kinds); one over a column whose kind DP
+    measured is kept where the measured kinds fit it, else left out with a note."""
+    measured = {d.name for d in decisions if d.kind_measured}
+    kinds = {d.name: d.kind for d in decisions if d.modelled}
+    orders, notes = [], []
+    for rule in rules:
+        order = Order.from_dict(rule, {**kinds, **dict.fromkeys(measured)})
+        found = {kinds[c] for c in order.columns if c in kinds}
+        if set(order.columns) <= set(kinds) and Order.fits(found):
+            orders.append(order)
+            continue
+        notes.append(
+            f"order constraint {list(order.columns)}: the kinds DP measured for "
+            f"{sorted(measured & set(order.columns))} are not all numbers or all dates (or the "
+            "column was dropped), so the order is not kept; declare the columns' kinds in "
+            "the schema"
+        )
+    return tuple(orders), notes
+
+
+KINDS_KEY = "kinds"  # the receipt's entries a resumed release reuses: the measured kinds
+KINDS_NOTES_KEY = "kinds_notes"
+
+
+def _measured_kinds(
+    plan: _Plan,
+    kinds: KindsPlan,
+    settings: SynthesisSettings,
+    schema: Schema | None,
+    spend: Spend,
+) -> tuple[_Plan, list[str]]:
+    """Measure the kinds no schema gives as ``kinds`` plans (paid for by ``spend``; a resumed
+    attempt reuses the first attempt's, kept in its checkpoint folder) and decide the columns
+    by them."""
+    saved = spend.saved.get(KINDS_KEY) if spend.resumed else None
+    if saved is not None:
+        guesses = [GuessedColumn.from_dict(g) for g in saved]
+        notes = [str(n) for n in spend.saved.get(KINDS_NOTES_KEY, [])]
+    else:
+        result = kinds.run(plan.discovery_rows[list(kinds.columns)], plan.kinds_noise)
+        guesses, notes = result.guesses, result.notes
+        save_results(
+            plan.checkpoint,
+            {KINDS_KEY: [g.to_dict() for g in guesses], KINDS_NOTES_KEY: notes},
+        )
+    measured = {g.name: g for g in guesses}
+    decisions = decide_columns(plan.discovery_rows, schema, measured=measured)
+    plan, order_notes = _decided(plan, settings.budget, decisions)
+    return plan, notes + order_notes
 
 
 def _evaluated(
@@ -363,7 +497,7 @@ def _evaluated(
     synthetic = sampled.first
     if len(synthetic) > EVALUATION_ROWS:
         synthetic = synthetic.take(np.arange(EVALUATION_ROWS))
-    accountant = Accountant([*plan.discovery.events, *synthesizer.privacy_spent()])
+    accountant = Accountant([*plan.events, *synthesizer.privacy_spent()])
     epsilon_spent = accountant.check_within(settings.budget)
     code_utility = release_utility(synthetic, train, holdout, rng)
     written = sampled.first_frame.iloc[: len(synthetic)]
@@ -436,18 +570,13 @@ def read_input(
     return layout.read(path), Identity.of_file(path, layout.header), dataset_name or path.name
 
 
-def _plan_discovery(
-    budget: PrivacyBudget, modelled: list[ColumnDecision]
-) -> tuple[DiscoveryPlan, float]:
-    """Domain discovery's plan and the rho left for the synthesizer, before reading values."""
+def _plan_discovery(split: _Split, modelled: list[ColumnDecision], epsilon: float) -> DiscoveryPlan:
+    """Domain discovery's plan, on its share of the budget, before reading values."""
     targets = [discovery_target(d) for d in modelled if d.source is Source.DP]
-    categorical = any(t.kind in (Kind.CATEGORICAL, Kind.ORDINAL) for t in targets)
-    delta_reserved = budget.delta * THRESHOLD_DELTA_SHARE if categorical else 0.0
-    rho = budget.rho(delta_reserved)
-    rho_domain = DOMAIN_SHARE * rho if targets else 0.0
-    plan = plan_discovery(targets, rho_domain, delta_reserved, first_share=FIRST_ROUND_SHARE)
-    plan = replace(plan, epsilon=budget.epsilon)
-    return plan, rho - rho_domain
+    plan = plan_discovery(
+        targets, split.domain, split.delta_reserved, first_share=FIRST_ROUND_SHARE
+    )
+    return replace(plan, epsilon=epsilon)
 
 
 def _synthesizer(
@@ -487,6 +616,7 @@ def discovery_target(decision: ColumnDecision) -> Target:
             decision.role,
             decision.integer,
             date_format=decision.date_format,
+            strays_missing=decision.kind_measured,
         )
     return Target(
         decision.name,

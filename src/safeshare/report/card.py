@@ -180,15 +180,15 @@ def build_card(
 
 
 def kinds_condition(decisions: Sequence[ColumnDecision]) -> str:
-    """What the guarantee is conditioned on where column kinds were guessed from the data: the
-    guess read the private records without DP (a release's, its training split), so the
-    guarantee holds given its decisions.
+    """What the guarantee is conditioned on where column kinds were guessed from the data
+    without DP (a guess DP measured is part of the guarantee): the guess read the private
+    records (a release's training split), so the guarantee holds given its decisions.
 
     >>> from safeshare.data.plan import ColumnDecision
     >>> kinds_condition([])
     ''
     """
-    if not any(d.kind_guessed for d in decisions):
+    if not any(_read_without_dp(d) for d in decisions):
         return ""
     return (
         ", given the column kinds, date formats and dropped identifiers, which were decided "
@@ -212,6 +212,8 @@ def _columns(decisions: list[ColumnDecision], domain: Domain) -> dict[str, Any]:
             entry["reason"] = d.reason
         if d.kind_guessed:
             entry["kind_inferred"] = True
+        if d.kind_measured:
+            entry["kind_measured_with_dp"] = True
         columns[d.name] = entry
     return columns
 
@@ -223,7 +225,7 @@ def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
         "metrics are computed on the private data (train and holdout) and are not DP; they are "
         "for the data owner's review",
     ]
-    if any(d.kind_guessed for d in decisions):
+    if any(_read_without_dp(d) for d in decisions):
         not_dp.append(
             "column kinds, date formats (the layout of public DATE_FORMATS that reads the most "
             "records) and the identifier detection read the training split (not DP; the holdout "
@@ -235,6 +237,10 @@ def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
             "data without noise; the release is NOT differentially private"
         )
     return not_dp
+
+
+def _read_without_dp(decision: ColumnDecision) -> bool:
+    return decision.kind_guessed and not decision.kind_measured
 
 
 def write_card(card: dict[str, Any], path: str | Path) -> None:

@@ -98,13 +98,19 @@ class Order:
     columns: tuple[str, ...]
 
     @staticmethod
+    def fits(kinds: set[Kind]) -> bool:
+        """Whether columns of ``kinds`` can be kept in order: all numeric or all dates."""
+        return kinds <= {Kind.NUMERIC, Kind.DATETIME} and len(kinds) <= 1
+
+    @staticmethod
     def declared_by(item: Any) -> bool:
         """Whether a schema's constraint is an order (else a structural zero)."""
         return isinstance(item, dict) and "order" in item
 
     @classmethod
-    def from_dict(cls, data: Any, kinds: Mapping[str, Kind]) -> Order:
-        """The order a schema declares, against the kinds of the columns the release models."""
+    def from_dict(cls, data: Any, kinds: Mapping[str, Kind | None]) -> Order:
+        """The order a schema declares, against the kinds of the columns the release models
+        (None: a kind not known yet, which any kind fits)."""
         columns = data.get("order") if isinstance(data, dict) else None
         if not isinstance(columns, list) or set(data) != {"order"} or len(columns) < 2:
             raise SchemaError(
@@ -118,8 +124,8 @@ class Order:
                 f"order constraint names {unknown[0]!r}, which the release does not model; "
                 f"choose among {sorted(kinds)}"
             )
-        found = {kinds[c] for c in columns}
-        if not found <= {Kind.NUMERIC, Kind.DATETIME} or len(found) > 1:
+        found = {kind for c in columns if (kind := kinds[c]) is not None}
+        if not Order.fits(found):
             raise SchemaError(
                 f"order constraint over {columns}: its columns must all be numeric or all "
                 f"dates, not {sorted(str(k) for k in found)}"
