@@ -94,7 +94,7 @@ def test_evaluate_reads_the_real_tables_headerless_and_the_release_as_written(
 
 def test_train_reads_the_first_record_and_a_declared_header_is_kept(tmp_path, table, capsys):
     pytest.importorskip("torch")
-    code, output = run(["train", table, "--target", "column_3", "--no-header", "--epsilon", "2",
+    code, output = run(["train", table, "--target", "column_3", "--no-header", "--epsilon", "3",
                         "--epochs", "1", "--batch-size", "64", "--seed", "1", "--out",
                         tmp_path / "model", "--ledger", tmp_path / "l.sqlite", "-q"], capsys)  # fmt: skip
     assert code == 0, output

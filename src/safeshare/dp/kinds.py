@@ -15,12 +15,13 @@ The decisions are post-processing of the noisy counts (:func:`decide`):
   1% of those present or than the noise explains (:data:`Z` deviations), so a clean column
   keeps its kind at any noise; the few values of another class are then released as
   missing;
-* a column of near-unique values is dropped where its noisy distinct share reaches the
-  threshold: dropping one with a few repeats costs nothing, as DP discovery would fold its
-  rare values anyway.  A record number (integers, all distinct) needs clear evidence, the
-  noisy share minus its noise, since numbers with a few repeats are worth keeping.
-  Names mark identifiers as without DP (:func:`~safeshare.data.inference.identifier_by_name`);
-  text is one class, so e-mail addresses and free text are found by their distinct values;
+* a column of near-unique values is dropped where its noisy distinct share reaches 80% of
+  the values present (also where too few are present to tell its kind): dropping one with
+  some repeats costs nothing, as DP discovery would fold its rare values anyway.  A record
+  number (integers, all distinct) needs clear evidence, the noisy share minus its noise,
+  since numbers with a few repeats are worth keeping.  Names mark identifiers as they always
+  do (:func:`~safeshare.data.inference.identifier_by_name`); text is one class, so e-mail
+  addresses and free text are found by their distinct values;
 * where too few values are present to tell (under :data:`MIN_PRESENT_SIGMAS` deviations), the
   column is categorical, with a note.
 
@@ -58,7 +59,6 @@ from safeshare.data.domain import Kind
 from safeshare.data.inference import (
     DATE_SHAPE,
     MIN_ROWS_FOR_UNIQUENESS,
-    NEAR_UNIQUE,
     RECORD_NUMBER,
     GuessedColumn,
     identifier_by_name,
@@ -72,6 +72,10 @@ Z = 4.0  # deviations of noise a kind allows for: a clean column misjudged in ~1
 MOSTLY = 0.99  # as without DP: the share of present records that makes a column of a kind
 MIN_PRESENT_SIGMAS = 2 * Z * math.sqrt(3)  # fewer present values (in deviations of the noise)
 # and text could pass for numbers or dates within the noise Z allows: too few to tell
+NEAR_UNIQUE_DP = 0.8  # below the exact guess's 90%: a column this distinct keeps no category
+# under DP discovery anyway, and at 90% a column of all-distinct codes is missed in ~1 of 20
+# draws on COMPAS (5,771 records, noise 268)
+UNIQUE_PRESENT_SIGMAS = 5.0  # the least present values (in deviations) a distinct share needs
 DISTINCT_NUMBERS = 0.95  # a distinct share of integers that, clearly reached, marks a record number
 LABEL = "column kinds"
 
@@ -272,24 +276,28 @@ def decide(name: str, profile: Profile, rows: int, sigma: float) -> GuessedColum
     """
     c = profile.counts
     present = rows - c[MISSING]
-    if too_few(profile, rows, sigma):
-        reason = identifier_by_name(name)
-        return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
-    numbers = c[INTEGER] + c[DECIMAL]
-    if _within_noise(present - numbers, present, sigma, cells=3):
-        integer = bool(c[DECIMAL] <= Z * sigma)
-        reason = identifier_by_name(name)
-        if reason is None and integer and _record_number(profile.distinct, numbers, sigma):
-            reason = RECORD_NUMBER
-        return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
-    not_dates = c[INTEGER] + c[DECIMAL] + c[TEXT]
-    if _within_noise(not_dates, present, sigma, cells=3):
-        return GuessedColumn.of_dates(name, _layout(c, sigma))
-    distinct = profile.distinct
+    if not too_few(profile, rows, sigma):
+        numbers = c[INTEGER] + c[DECIMAL]
+        if _within_noise(present - numbers, present, sigma, cells=3):
+            integer = bool(c[DECIMAL] <= Z * sigma)
+            reason = identifier_by_name(name)
+            if reason is None and integer and _record_number(profile.distinct, numbers, sigma):
+                reason = RECORD_NUMBER
+            return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
+        not_dates = c[INTEGER] + c[DECIMAL] + c[TEXT]
+        if _within_noise(not_dates, present, sigma, cells=3):
+            return GuessedColumn.of_dates(name, _layout(c, sigma))
     reason = identifier_by_name(name)
-    if reason is None and present >= MIN_ROWS_FOR_UNIQUENESS and distinct >= NEAR_UNIQUE * present:
+    if reason is None and _near_unique(profile.distinct, present, sigma):
         reason = "near-unique values"
     return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
+
+
+def _near_unique(distinct: float, present: float, sigma: float) -> bool:
+    """Categories nearly all distinct (:data:`NEAR_UNIQUE_DP` of those present, noisy), among
+    enough present values to stand above the noise: DP discovery would fold all of them."""
+    enough = max(MIN_ROWS_FOR_UNIQUENESS, UNIQUE_PRESENT_SIGMAS * sigma)
+    return bool(present >= enough and distinct >= NEAR_UNIQUE_DP * present)
 
 
 def stray_note(guess: GuessedColumn, profile: Profile, rows: int, sigma: float) -> str | None:

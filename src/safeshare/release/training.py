@@ -1,10 +1,10 @@
 """``safeshare train``'s job: a DP-SGD classifier from a sensitive table, with its card.
 
-The table is read as a release reads it, and each column's domain comes from the same
-place: the public schema (free), DP discovery on the records (a share of the budget,
-composed with DP-SGD by sequential composition), or, with ``unsafe_infer``, the records
-without DP (flagged: no guarantee).  The whole budget is committed to the ledger before any
-value is read.  The card names columns and sources, never a value.
+The table is read as a release reads it, and each column's kind and domain come from the
+same place: the public schema (free), DP measurements on the records (the kinds, then
+discovery: a share of the budget, composed with DP-SGD by sequential composition), or, with
+``unsafe_infer``, the records without DP (flagged: no guarantee).  The whole budget is
+committed to the ledger before any value is read.  The card names columns and sources, never a value.
 """
 
 from __future__ import annotations
@@ -17,13 +17,23 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.identity import Identity
-from safeshare.data.plan import ColumnDecision, Source, check_values, decide_columns, left_out
+from safeshare.data.inference import identifier_by_name
+from safeshare.data.plan import (
+    ColumnDecision,
+    Source,
+    check_values,
+    decide_columns,
+    declared_columns,
+    guessed_names,
+    left_out,
+)
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import NEIGHBOURING, Accountant
 from safeshare.dp.budget import PrivacyBudget, rho_from_epsilon
 from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.events import PrivacyEvent
+from safeshare.dp.kinds import plan_kinds
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest
@@ -35,7 +45,8 @@ from safeshare.train.dpsgd import CLIPPINGS, DPSGDSettings, check_settings, requ
 from safeshare.train.tabular import TabularModel, train_tabular
 from safeshare.train.user_level import check_user_batch, count_users
 
-DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent discovering domains the schema leaves open
+DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent on the kinds and domains the schema leaves open
+KINDS_SHARE = 0.25  # of that share's rho, measuring the kinds (the release: 5% of 24%)
 
 
 @dataclass(frozen=True)
@@ -206,9 +217,11 @@ def split_users(
             "a feature: remove it from the schema"
         )
     rest = frame.drop(columns=[user_column])
-    if not unsafe_infer:
-        open_domains = [
-            d.name for d in decide_columns(rest, schema) if d.modelled and d.source is Source.DP
+    if not unsafe_infer:  # from the header and the schema alone: no value is read
+        columns = list(map(str, rest.columns))
+        declared = declared_columns(columns, schema)
+        open_domains = [d.name for d in declared if d.modelled and d.source is Source.DP] + [
+            n for n in guessed_names(columns, schema) if identifier_by_name(n) is None
         ]
         if open_domains:
             raise InputError(
@@ -240,10 +253,28 @@ def prepare_table(
     unsafe_infer: bool = False,
     seed: int | None = None,
 ) -> Prepared:
-    """Decide the columns and resolve the domain as a release does (DP discovery spends
-    :data:`DOMAIN_SHARE` of the budget when the schema leaves domains open)."""
-    frame, name = source.frame, source.name
-    decisions = decide_columns(frame, source.schema, unsafe=unsafe_infer)
+    """Decide the columns and resolve the domain as a release does: where the schema leaves
+    kinds or domains open, :data:`DOMAIN_SHARE` of the budget measures the kinds with DP
+    (:data:`KINDS_SHARE` of its rho) and discovers the domains; whether it is spent is decided
+    from the header and the schema alone."""
+    frame, name, schema = source.frame, source.name, source.schema
+    columns = list(map(str, frame.columns))
+    guessed = [] if unsafe_infer else guessed_names(columns, schema)
+    declared = declared_columns(columns, schema) if guessed else []
+    open_declared = any(d.modelled and d.source is Source.DP for d in declared)
+    share = PrivacyBudget(DOMAIN_SHARE * budget.epsilon, DOMAIN_SHARE * budget.delta)
+    reserved = share.delta / 2  # thresholds of category discovery
+    rho = rho_from_epsilon(share.epsilon, reserved)
+    kinds_events: list[PrivacyEvent] = []
+    notes: list[str] = []
+    if guessed:
+        kinds = plan_kinds(guessed, KINDS_SHARE * rho)
+        (kinds_noise,) = Randomness(seed).spawn(1)
+        measured = kinds.run(frame[guessed], kinds_noise)
+        decisions = decide_columns(frame, schema, measured={g.name: g for g in measured.guesses})
+        kinds_events, notes, rho = [kinds.event], list(measured.notes), rho * (1 - KINDS_SHARE)
+    else:
+        decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
     check_values(frame, decisions)
     by_name = {d.name: d for d in decisions}
     if not by_name[target].modelled:
@@ -253,16 +284,14 @@ def prepare_table(
         )
     targets = [discovery_target(d) for d in decisions if d.modelled and d.source is Source.DP]
     spent_epsilon = spent_delta = 0.0
-    if targets:  # the schema leaves domains open: discovery takes its share, planned up front
-        spent_epsilon, spent_delta = DOMAIN_SHARE * budget.epsilon, DOMAIN_SHARE * budget.delta
-        reserved = spent_delta / 2  # thresholds of category discovery
-        discovery = plan_discovery(targets, rho_from_epsilon(spent_epsilon, reserved), reserved)
-        spent_epsilon = Accountant(discovery.events).check_within(
-            PrivacyBudget(spent_epsilon, spent_delta)
-        )
-    else:
-        discovery = plan_discovery([], 0.0, 0.0)
-    domain, notes = resolve_domain(decisions, discovery, frame, Randomness(seed))
+    discovery = plan_discovery([], 0.0, 0.0)
+    if guessed or open_declared or targets:  # the share, planned up front
+        if targets:
+            discovery = plan_discovery(targets, rho, reserved)
+        spent_delta = share.delta
+        spent_epsilon = Accountant([*kinds_events, *discovery.events]).check_within(share)
+    domain, found = resolve_domain(decisions, discovery, frame, Randomness(seed))
+    notes += found
     decisions = left_out(decisions, domain)
     table, _ = Table.from_frame(frame, domain)
     return Prepared(
@@ -274,7 +303,7 @@ def prepare_table(
         spent_delta,
         budget.delta,
         notes,
-        tuple(discovery.events),
+        (*kinds_events, *discovery.events),
     )
 
 
@@ -310,7 +339,7 @@ def training_card(
             **composition,
             "items": [
                 {
-                    "step": "domain discovery",
+                    "step": "column kinds and domain discovery",
                     "epsilon": prepared.discovery_epsilon,
                     "delta": prepared.discovery_delta,
                 },
@@ -336,6 +365,7 @@ def _column_entry(decision: ColumnDecision, prepared: Prepared) -> dict[str, Any
         **({"codes": prepared.table.domain[d.name].size} if d.modelled else {}),
         **({"reason": d.reason} if d.reason else {}),
         **({"kind_inferred": True} if d.kind_guessed else {}),
+        **({"kind_measured_with_dp": True} if d.kind_measured else {}),
     }
 
 
@@ -362,7 +392,7 @@ def _disclosed(prepared: Prepared, user_level: bool) -> tuple[list[str], list[st
         not_dp.append(
             "the number of users and the records dropped by --max-records-per-user are exact"
         )
-    if any(d.kind_guessed for d in prepared.decisions):
+    if any(d.kind_guessed and not d.kind_measured for d in prepared.decisions):
         not_dp.append("column kinds and identifier detection read the private data (not DP)")
     if any(d.source is Source.NOT_DP for d in prepared.decisions):
         not_dp.append("--unsafe-infer: categories and bounds were read without noise")
