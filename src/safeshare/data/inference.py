@@ -1,9 +1,10 @@
 """Guessing column kinds and spotting direct identifiers, when no schema says.
 
-This reads the private data and is *not* differentially private: what it decides
-(a column's kind, whether it is dropped as an identifier) is listed in the privacy
-card as a non-DP step.  It never reports values, only column names and reasons.
-The domains of the kept columns (categories, bounds, bins) are found separately,
+This exact guess reads the private data and is *not* differentially private: a release
+and ``safeshare train`` measure the kinds with DP instead (:mod:`safeshare.dp.kinds`, checked
+against this guess in ``benchmarks/dp_kinds.py``); ``--unsafe-infer`` and the evaluation of a
+release use it, and the card says so.  It never reports values, only column names and
+reasons.  The domains of the kept columns (categories, bounds, bins) are found separately,
 with a DP mechanism (:mod:`safeshare.dp.discovery`).
 
 >>> import pandas as pd
@@ -36,17 +37,17 @@ _NAME_PART = re.compile(
     r"(first|last|given|family|middle|fore|sur|maiden|nick)[_\s.-]?(name)?|[fml]name",
     re.IGNORECASE,
 )
-VALUE_PATTERNS = {
+_VALUE_PATTERNS = {
     "e-mail addresses": re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
     "phone numbers": re.compile(r"^\+?[\d\s().-]{7,20}$"),
     "IP addresses": re.compile(r"^\d{1,3}(\.\d{1,3}){3}$"),
 }
 MIN_ROWS_FOR_UNIQUENESS = 20
-NEAR_UNIQUE = 0.9
+_NEAR_UNIQUE = 0.9
 DATE_SHAPE = r"\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}"  # what a value must look like to be read as a date
 RECORD_NUMBER = "every value distinct (a record number)"  # why such a column is dropped
 _MOSTLY = 0.99  # the share of records that makes a column numbers or dates despite stray values
-FREE_TEXT_WORDS = 4
+_FREE_TEXT_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -111,16 +112,16 @@ def _guess(name: str, values: pd.Series) -> GuessedColumn:
         return GuessedColumn(name, Kind.NUMERIC, integer=integer, identifier=reason)
     if _looks_like_dates(text, weights):  # before the patterns: 2021-03-01 is no phone number
         return GuessedColumn.of_dates(name, date_format_of(text, weights))
-    for label, pattern in VALUE_PATTERNS.items():
+    for label, pattern in _VALUE_PATTERNS.items():
         matches = text.str.fullmatch(pattern).to_numpy(dtype=float, na_value=0.0)
-        if matches @ weights / rows >= NEAR_UNIQUE:
+        if matches @ weights / rows >= _NEAR_UNIQUE:
             return GuessedColumn(name, Kind.TEXT, identifier=label)
     words = text.str.count(r"\S+").to_numpy(dtype=float) @ weights / rows
     distinct = len(text) / rows
-    if words >= FREE_TEXT_WORDS and distinct >= 0.5:
+    if words >= _FREE_TEXT_WORDS and distinct >= 0.5:
         return GuessedColumn(name, Kind.TEXT, identifier="free text")
     reason = identifier_by_name(name)
-    if reason is None and rows >= MIN_ROWS_FOR_UNIQUENESS and distinct >= NEAR_UNIQUE:
+    if reason is None and rows >= MIN_ROWS_FOR_UNIQUENESS and distinct >= _NEAR_UNIQUE:
         reason = "near-unique values"
     return GuessedColumn(name, Kind.TEXT if reason else Kind.CATEGORICAL, identifier=reason)
 

@@ -4,7 +4,8 @@ The table is read as a release reads it, and each column's kind and domain come 
 same place: the public schema (free), DP measurements on the records (the kinds, then
 discovery: a share of the budget, composed with DP-SGD by sequential composition), or, with
 ``unsafe_infer``, the records without DP (flagged: no guarantee).  The whole budget is
-committed to the ledger before any value is read.  The card names columns and sources, never a value.
+committed to the ledger before any value is read.  The card names columns and sources, never
+a value.
 """
 
 from __future__ import annotations
