@@ -45,7 +45,7 @@ JOBS: dict[str, tuple[str, list[str]]] = {
     "train tabular": ("fair", ["train", "{data}", "--target", "religious", "--epsilon", "2",
                                "--epochs", "1", "--batch-size", "100"]),
     "train text": ("texts", ["train", "{data}", "--target", "label", "--text-column", "text",
-                             "--epsilon", "4", "--epochs", "1", "--batch-size", "30",
+                             "--epsilon", "8", "--epochs", "1", "--batch-size", "30",
                              "--max-length", "16"]),
     "train language model": ("texts", ["train", "{data}", "--language-model", "--text-column",
                                        "text", "--epsilon", "8", "--context", "32", "--width",
