@@ -240,7 +240,9 @@ class KindsPlan:
             if (note := stray_note(guess, profile, rows, self.sigma))
         ]
         unsure = [
-            g.name for g, p in zip(guesses, profiles, strict=True) if too_few(p, rows, self.sigma)
+            g.name
+            for g, p in zip(guesses, profiles, strict=True)
+            if g.kind is Kind.CATEGORICAL and too_few(p, rows, self.sigma)
         ]
         if unsure:
             notes.append(
