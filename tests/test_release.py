@@ -531,3 +531,20 @@ def test_order_constraints_hold_in_every_released_record_by_any_method(tmp_path)
     result = release(frame, out=tmp_path / "measured", ledger=tmp_path / "measured.sqlite",
                      seed=1, reading=Reading(schema=schema))  # fmt: skip
     assert any("order constraint ['ward', 'admitted']" in n for n in result.card["notes"])
+
+
+def test_a_table_too_small_to_tell_its_kinds_says_from_which_epsilon_they_show(tmp_path):
+    """600 records at epsilon 1: too few values to tell numbers from text against the kinds'
+    noise, so ``age`` is released as categories, and a note says from which --epsilon it
+    would show; released at that epsilon, ``age`` is numbers."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"sex": rng.choice(["F", "M"], 600), "age": rng.integers(18, 80, 600)})
+    (tmp_path / "small").mkdir()
+    small = release_table(tmp_path / "small", frame)
+    assert small.card["columns"]["age"]["kind"] == "categorical"
+    (note,) = [n for n in small.card["notes"] if "show from about --epsilon" in n]
+    wanted = float(re.search(r"--epsilon ([0-9.]+)", note).group(1))
+    assert 1 < wanted < 20
+    (tmp_path / "enough").mkdir()
+    enough = release_table(tmp_path / "enough", frame, epsilon=wanted)
+    assert enough.card["columns"]["age"]["kind"] == "numeric"

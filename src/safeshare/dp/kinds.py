@@ -203,10 +203,13 @@ def _paddings(text: pd.Series, layout: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class KindsResult:
-    """The guesses, one per measured column, and notes that quote DP figures only."""
+    """The guesses, one per measured column, and notes that quote DP figures only;
+    ``wanted_sigma``: where some columns had too few values present to tell their kind, the
+    noise at which the one with the most (by its noisy count) would be told."""
 
     guesses: list[GuessedColumn]
     notes: list[str] = field(default_factory=list)
+    wanted_sigma: float | None = None
 
 
 @dataclass(frozen=True)
@@ -239,19 +242,21 @@ class KindsPlan:
             for guess, profile in zip(guesses, profiles, strict=True)
             if (note := stray_note(guess, profile, rows, self.sigma))
         ]
-        unsure = [
-            g.name
+        unsure = {
+            g.name: rows - p.counts[MISSING]
             for g, p in zip(guesses, profiles, strict=True)
             if g.kind is Kind.CATEGORICAL and too_few(p, rows, self.sigma)
-        ]
+        }
+        most = max(unsure.values(), default=0.0)
+        wanted = most / (MIN_PRESENT_SIGMAS + Z) if most > 0 else None  # Z: its own noise
         if unsure:
             notes.append(
-                f"too few values are present in {_listed(unsure)} to tell numbers, dates and "
+                f"too few values are present in {_listed(list(unsure))} to tell numbers, dates and "
                 f"text apart against the kinds' noise (about {self.sigma:,.0f} records per "
                 "count): released as categorical; declare their kinds in a schema, or raise "
                 "--epsilon"
             )
-        return KindsResult(guesses, notes)
+        return KindsResult(guesses, notes, wanted)
 
 
 def _listed(names: list[str], most: int = 5) -> str:

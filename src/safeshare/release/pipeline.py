@@ -471,6 +471,8 @@ def _measured_kinds(
     else:
         result = kinds.run(plan.discovery_rows[list(kinds.columns)], plan.kinds_noise)
         guesses, notes = result.guesses, result.notes
+        if result.wanted_sigma is not None:
+            notes.append(_kinds_epsilon(kinds, result.wanted_sigma, settings.budget, plan.split))
         save_results(
             plan.checkpoint,
             {KINDS_KEY: [g.to_dict() for g in guesses], KINDS_NOTES_KEY: notes},
@@ -479,6 +481,17 @@ def _measured_kinds(
     decisions = decide_columns(plan.discovery_rows, schema, measured=measured)
     plan, order_notes = _decided(plan, settings.budget, decisions)
     return plan, notes + order_notes
+
+
+def _kinds_epsilon(kinds: KindsPlan, sigma: float, budget: PrivacyBudget, split: _Split) -> str:
+    """The --epsilon at which the kinds measurement's noise falls to ``sigma``, in a note."""
+    rho = len(kinds.columns) / sigma**2 / KINDS_SHARE
+    wanted = epsilon_from_rho(rho, budget.delta - split.delta_reserved)
+    return (
+        f"at this table's size the kinds of those columns show from about --epsilon {wanted:.2g} "
+        "(for the one with the most values present); a schema that declares their kinds costs "
+        "nothing"
+    )
 
 
 def _evaluated(
