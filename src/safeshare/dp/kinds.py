@@ -259,6 +259,20 @@ class KindsPlan:
         return KindsResult(guesses, notes, wanted)
 
 
+def least_epsilon_note(epsilon: float) -> str:
+    """The note that says from which --epsilon the kinds of a table too small for them show
+    (the job that spends the budget works ``epsilon`` out from :attr:`KindsResult.wanted_sigma`).
+
+    >>> "show from about --epsilon 2.7 " in least_epsilon_note(2.71)
+    True
+    """
+    return (
+        f"at this table's size the kinds of those columns show from about --epsilon {epsilon:.2g} "
+        "(for the one with the most values present); a schema that declares their kinds costs "
+        "nothing"
+    )
+
+
 def _listed(names: list[str], most: int = 5) -> str:
     shown = ", ".join(repr(n) for n in names[:most])
     more = len(names) - most

@@ -51,7 +51,7 @@ from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon, epsilon_from_rho
 from safeshare.dp.discovery import MAX_BINS, DiscoveryPlan, Spellings, Target, plan_discovery
 from safeshare.dp.events import PrivacyEvent
-from safeshare.dp.kinds import KindsPlan, plan_kinds
+from safeshare.dp.kinds import KindsPlan, least_epsilon_note, plan_kinds
 from safeshare.dp.ledger import Ledger
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import BudgetError, InputError
@@ -486,12 +486,7 @@ def _measured_kinds(
 def _kinds_epsilon(kinds: KindsPlan, sigma: float, budget: PrivacyBudget, split: _Split) -> str:
     """The --epsilon at which the kinds measurement's noise falls to ``sigma``, in a note."""
     rho = len(kinds.columns) / sigma**2 / KINDS_SHARE
-    wanted = epsilon_from_rho(rho, budget.delta - split.delta_reserved)
-    return (
-        f"at this table's size the kinds of those columns show from about --epsilon {wanted:.2g} "
-        "(for the one with the most values present); a schema that declares their kinds costs "
-        "nothing"
-    )
+    return least_epsilon_note(epsilon_from_rho(rho, budget.delta - split.delta_reserved))
 
 
 def _evaluated(

@@ -31,10 +31,10 @@ from safeshare.data.plan import (
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import NEIGHBOURING, Accountant
-from safeshare.dp.budget import PrivacyBudget, rho_from_epsilon
+from safeshare.dp.budget import PrivacyBudget, epsilon_from_rho, rho_from_epsilon
 from safeshare.dp.discovery import plan_discovery
 from safeshare.dp.events import PrivacyEvent
-from safeshare.dp.kinds import plan_kinds
+from safeshare.dp.kinds import least_epsilon_note, plan_kinds
 from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest
@@ -274,6 +274,10 @@ def prepare_table(
         measured = kinds.run(frame[guessed], kinds_noise)
         decisions = decide_columns(frame, schema, measured={g.name: g for g in measured.guesses})
         kinds_events, notes, rho = [kinds.event], list(measured.notes), rho * (1 - KINDS_SHARE)
+        if measured.wanted_sigma is not None:
+            wanted = len(guessed) / measured.wanted_sigma**2 / KINDS_SHARE
+            least = epsilon_from_rho(wanted, reserved) / DOMAIN_SHARE
+            notes.append(least_epsilon_note(least))
     else:
         decisions = decide_columns(frame, schema, unsafe=unsafe_infer)
     check_values(frame, decisions)
