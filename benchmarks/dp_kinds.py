@@ -27,14 +27,13 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "src"))
 sys.path.insert(0, str(BENCH))
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from release_raw_tables import TABLES  # noqa: E402
 from safeshare.data.inference import GuessedColumn, infer_columns  # noqa: E402
 from safeshare.data.readers import MISSING_TOKENS  # noqa: E402
 from safeshare.dp.budget import PrivacyBudget  # noqa: E402
-from safeshare.dp.kinds import Profile, decide, plan_kinds, too_few  # noqa: E402
+from safeshare.dp.kinds import decide, plan_kinds, too_few  # noqa: E402
 from safeshare.dp.randomness import Randomness  # noqa: E402
 from safeshare.release.pipeline import KINDS_SHARE, THRESHOLD_DELTA_SHARE  # noqa: E402
 
@@ -60,12 +59,11 @@ def compare(frame: pd.DataFrame, epsilon: float, seeds: int) -> dict[str, object
     rho = KINDS_SHARE * budget.rho(budget.delta * THRESHOLD_DELTA_SHARE)
     plan = plan_kinds(list(frame.columns), rho)
     exact = {g.name: g for g in infer_columns(frame)}
-    counts = np.concatenate([Profile.of(frame[name]).vector() for name in plan.columns])
+    counts = plan.counts(frame)  # read once; each seed releases them again
     agree, why = 0, Counter[str]()
     for seed in range(seeds):
-        noisy = plan.mechanism.release(counts, Randomness(seed)).reshape(len(plan.columns), -1)
-        for name, vector in zip(plan.columns, noisy, strict=True):
-            profile = Profile.from_vector(vector)
+        profiles = plan.noisy_profiles(counts, Randomness(seed))
+        for name, profile in zip(plan.columns, profiles, strict=True):
             guess = decide(name, profile, len(frame), plan.sigma)
             if _decision(guess) == _decision(exact[name]):
                 agree += 1

@@ -227,11 +227,18 @@ class KindsPlan:
     def event(self) -> GaussianEvent:
         return self.mechanism.event
 
+    def counts(self, frame: pd.DataFrame) -> np.ndarray:
+        """The exact counts the measurement releases: each column's profile, end to end."""
+        return np.concatenate([Profile.of(frame[name]).vector() for name in self.columns])
+
+    def noisy_profiles(self, counts: np.ndarray, rand: Randomness) -> list[Profile]:
+        """One release of every count of :meth:`counts`, as each column's noisy profile."""
+        noisy = self.mechanism.release(counts, rand).reshape(len(self.columns), -1)
+        return [Profile.from_vector(vector) for vector in noisy]
+
     def run(self, frame: pd.DataFrame, rand: Randomness) -> KindsResult:
         """Measure the columns' profiles in ``frame`` (one release of every count) and decide."""
-        exact = np.concatenate([Profile.of(frame[name]).vector() for name in self.columns])
-        noisy = self.mechanism.release(exact, rand).reshape(len(self.columns), -1)
-        profiles = [Profile.from_vector(vector) for vector in noisy]
+        profiles = self.noisy_profiles(self.counts(frame), rand)
         rows = len(frame)
         guesses = [
             decide(name, profile, rows, self.sigma)

@@ -47,7 +47,7 @@ from safeshare.train.tabular import TabularModel, train_tabular
 from safeshare.train.user_level import check_user_batch, count_users
 
 DOMAIN_SHARE = 0.1  # of epsilon and of delta, spent on the kinds and domains the schema leaves open
-KINDS_SHARE = 0.25  # of that share's rho, measuring the kinds (the release: 5% of 24%)
+KINDS_OF_DOMAIN_SHARE = 0.25  # of that share's rho, measuring the kinds (the release: 5% of 24%)
 
 
 @dataclass(frozen=True)
@@ -256,26 +256,28 @@ def prepare_table(
 ) -> Prepared:
     """Decide the columns and resolve the domain as a release does: where the schema leaves
     kinds or domains open, :data:`DOMAIN_SHARE` of the budget measures the kinds with DP
-    (:data:`KINDS_SHARE` of its rho) and discovers the domains; whether it is spent is decided
-    from the header and the schema alone."""
+    (:data:`KINDS_OF_DOMAIN_SHARE` of its rho) and discovers the domains; whether it is spent
+    is decided from the header and the schema alone."""
     frame, name, schema = source.frame, source.name, source.schema
     columns = list(map(str, frame.columns))
     guessed = [] if unsafe_infer else guessed_names(columns, schema)
-    declared = declared_columns(columns, schema) if guessed else []
-    open_declared = any(d.modelled and d.source is Source.DP for d in declared)
     share = PrivacyBudget(DOMAIN_SHARE * budget.epsilon, DOMAIN_SHARE * budget.delta)
     reserved = share.delta / 2  # thresholds of category discovery
     rho = rho_from_epsilon(share.epsilon, reserved)
     kinds_events: list[PrivacyEvent] = []
     notes: list[str] = []
     if guessed:
-        kinds = plan_kinds(guessed, KINDS_SHARE * rho)
+        kinds = plan_kinds(guessed, KINDS_OF_DOMAIN_SHARE * rho)
         (kinds_noise,) = Randomness(seed).spawn(1)
         measured = kinds.run(frame[guessed], kinds_noise)
         decisions = decide_columns(frame, schema, measured={g.name: g for g in measured.guesses})
-        kinds_events, notes, rho = [kinds.event], list(measured.notes), rho * (1 - KINDS_SHARE)
+        kinds_events, notes, rho = (
+            [kinds.event],
+            list(measured.notes),
+            rho * (1 - KINDS_OF_DOMAIN_SHARE),
+        )
         if measured.wanted_sigma is not None:
-            wanted = len(guessed) / measured.wanted_sigma**2 / KINDS_SHARE
+            wanted = len(guessed) / measured.wanted_sigma**2 / KINDS_OF_DOMAIN_SHARE
             least = epsilon_from_rho(wanted, reserved) / DOMAIN_SHARE
             notes.append(least_epsilon_note(least))
     else:
@@ -290,7 +292,7 @@ def prepare_table(
     targets = [discovery_target(d) for d in decisions if d.modelled and d.source is Source.DP]
     spent_epsilon = spent_delta = 0.0
     discovery = plan_discovery([], 0.0, 0.0)
-    if guessed or open_declared or targets:  # the share, planned up front
+    if guessed or targets:  # the share: without guessed kinds, targets come from the schema
         if targets:
             discovery = plan_discovery(targets, rho, reserved)
         spent_delta = share.delta
