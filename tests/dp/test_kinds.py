@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from safeshare.data.codec import as_numbers
 from safeshare.data.domain import Kind
 from safeshare.data.inference import GuessedColumn, infer_columns
 from safeshare.dp.kinds import (
@@ -53,7 +54,35 @@ def test_dates_fall_in_their_layout_and_padding() -> None:
     assert labels[3] == "date in %m/%d/%Y or %d/%m/%Y, zero-padded"
     assert labels[4] == "date in %m/%d/%y or %d/%m/%y, unpadded"
     assert labels[5] == "date in %Y/%m/%d, unpadded"
-    assert _labels(["2013-03-15 10:00", "31/31/2013"]) == ["date in another layout", "text"]
+    # ISO 8601 outside the listed layouts is read by every engine: the ISO class; a date in
+    # a layout no engine reads is text
+    assert _labels(["2013-03-15 10:00", "2013.03.15", "31/31/2013"]) == [
+        "date in %Y-%m-%d",
+        "text",
+        "text",
+    ]
+
+
+def test_dates_in_another_layout_are_not_read_as_dates() -> None:
+    """No engine reads a layout outside the public list and ISO 8601, so a column written in
+    one is not dates (it stays categorical), and a few such values in a date column are strays
+    released as missing, with a note where they clearly show."""
+    rows, sigma = 1000, 2.0
+    spelled = pd.Series([f"2013.03.{1 + i % 28:02d}" for i in range(rows)], dtype="string")
+    guess = decide("seen", Profile.of(spelled), rows, sigma)
+    assert guess.kind is Kind.CATEGORICAL
+    mostly = pd.Series(
+        [f"2013-03-{1 + i % 28:02d}" for i in range(900)] + ["2013.03.05"] * 100,
+        dtype="string",
+    )
+    guess = decide("seen", Profile.of(mostly), rows, sigma)
+    assert guess.kind is Kind.CATEGORICAL  # 10% in another layout: not clearly dates
+    mostly = pd.Series([f"2013-03-{1 + i % 28:02d}" for i in range(995)] + ["2013.03.05"] * 5)
+    guess = decide("seen", Profile.of(mostly.astype("string")), rows, sigma)
+    assert guess.kind is Kind.DATETIME
+    read = as_numbers(mostly, "seen", Kind.DATETIME, date_format=guess.date_format,
+                      strays_missing=True)  # fmt: skip
+    assert np.isnan(read).sum() == 5
 
 
 def test_a_profile_counts_records_per_class_and_distinct_values() -> None:
@@ -190,6 +219,27 @@ def test_a_clear_share_of_strays_is_noted_without_its_exact_count() -> None:
     assert "(a DP estimate)" in note and "released as missing" in note
     quoted = int(note.split("about ")[1].split(" ")[0].replace(",", ""))
     assert abs(quoted - 900) <= 5 * plan.sigma * math.sqrt(3)
+
+
+def test_dates_in_a_second_layout_are_noted_as_released_missing() -> None:
+    """Dates in mixed layouts: the column is read in the layout that reads the most (then ISO
+    8601); those in another public layout are released as missing, with a DP estimate of how
+    many, as every engine reads them."""
+    days = [f"{1 + i % 12}/{1 + i % 28}/2013" for i in range(20_000)]  # %m/%d/%Y, unpadded
+    days[:3000] = [f"{1 + i % 28}.{1 + i % 12}.2014" for i in range(3000)]  # %d.%m.%Y
+    days[3000:4000] = [f"2014-01-{1 + i % 28:02d}" for i in range(1000)]  # ISO: read too
+    frame = pd.DataFrame({"seen": days}, dtype="string")
+    plan = plan_kinds(["seen"], rho=0.02)  # sigma 7
+    result = plan.run(frame, Randomness(0))
+    guess = result.guesses[0]
+    assert guess.kind is Kind.DATETIME and guess.date_format == "%-m/%-d/%Y"
+    (note,) = result.notes
+    assert "are not dates in %-m/%-d/%Y: they are released as missing" in note
+    quoted = int(note.split("about ")[1].split(" ")[0].replace(",", ""))
+    assert abs(quoted - 3000) <= 5 * plan.sigma * math.sqrt(len(CLASSES))
+    read = as_numbers(frame["seen"], "seen", Kind.DATETIME, date_format=guess.date_format,
+                      strays_missing=True)  # fmt: skip
+    assert np.isnan(read).sum() == 3000
 
 
 def test_a_blank_value_is_missing_as_the_codec_reads_it() -> None:

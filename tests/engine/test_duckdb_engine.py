@@ -20,6 +20,7 @@ from safeshare.errors import EncodingError, InputError
 from safeshare.evaluate.split import train_holdout_split
 from safeshare.synth.mst import MST
 from tests.conftest import SHARED, needs_shared
+from tests.engine import EDGE_DATES, edge_dates_domain
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -269,6 +270,21 @@ def test_schema_column_names_apply_to_a_file_without_header(
     path.write_text("30;F\n40;M\n")
     assert engine.open(path, names=("age", "sex")).names == ("age", "sex")
     assert engine.open(path).names == ("column_1", "column_2")
+
+
+@pytest.mark.parametrize("date_format", ["", "%d/%m/%Y"])
+def test_dates_read_in_their_layout_then_iso_8601_alike(
+    engine: DuckDBEngine, tmp_path: Path, date_format: str
+) -> None:
+    """Every engine reads a date column in its layout, then in the ISO 8601 forms of
+    ``ISO_DATE``, and nothing else: numpy no longer guesses layouts DuckDB cannot read."""
+    path = tmp_path / "t.csv"
+    path.write_text("d\n" + "\n".join(EDGE_DATES) + "\n")
+    domain = edge_dates_domain(date_format)
+    assert_same_counts(engine, path, domain)
+    encoded = engine.open(path).encode(domain, holdout="FALSE")
+    read = 5 + (date_format != "")  # the five ISO forms, and 15/03/2013 in its layout
+    assert encoded.report.columns["d"].missing == len(EDGE_DATES) - read
 
 
 def test_strays_in_a_column_whose_kind_dp_measured_are_missing_as_numpy_reads_them(

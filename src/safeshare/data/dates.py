@@ -42,6 +42,9 @@ DATE_FORMATS = (
 """The public layouts a date column may be written in (ISO 8601 first)."""
 ISO = ""
 """The format of a column written as ISO 8601 days (``2013-03-15``): the default."""
+ISO_DATE = r"\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?"
+"""The ISO 8601 dates and times every engine reads alike (pandas, DuckDB's and Spark's casts):
+a day, optionally its time to the minute, second or microsecond, and no time zone."""
 
 
 def date_format_of(values: pd.Series, weights: np.ndarray | None = None) -> str:
@@ -61,17 +64,34 @@ def date_format_of(values: pd.Series, weights: np.ndarray | None = None) -> str:
 
 
 def parse_dates(values: pd.Series, date_format: str = ISO) -> pd.Series:
-    """Dates from text in ``date_format`` (any other value: ISO 8601, then pandas' mixed
-    formats); NaT where unparsable."""
+    """Dates from text in ``date_format``, any other value as ISO 8601; NaT where neither reads
+    it.  No other layout is guessed, so numpy reads a column as DuckDB and Spark do
+    (:func:`safeshare.engine.sql_codec.number_sql`).
+
+    >>> parse_dates(pd.Series(["03/15/2013", "2013-03-16", "March 17, 2013"]), "%m/%d/%Y").tolist()
+    [Timestamp('2013-03-15 00:00:00'), Timestamp('2013-03-16 00:00:00'), NaT]
+    """
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
         return values
-    parsed = read_layout(values, date_format or "ISO8601")
-    for fallback in ("ISO8601", "mixed") if date_format else ("mixed",):
-        rest = (parsed.isna() & values.notna()).to_numpy()
-        if not rest.any():
-            break
-        parsed[rest] = read_layout(values[rest], fallback).to_numpy()
+    if not date_format:
+        return read_iso(values)
+    parsed = read_layout(values, date_format)
+    rest = (parsed.isna() & values.notna()).to_numpy()
+    if rest.any():
+        parsed[rest] = read_iso(values[rest]).to_numpy()
     return parsed
+
+
+def read_iso(values: pd.Series) -> pd.Series:
+    """``values`` read as ISO 8601 (:data:`ISO_DATE`, blanks around them ignored); NaT where
+    they are not.
+
+    >>> read_iso(pd.Series(["2013-3-5 10:00", "2013.03.05", "20130305"])).tolist()
+    [Timestamp('2013-03-05 10:00:00'), NaT, NaT]
+    """
+    text = values.astype("string").str.strip()
+    iso = text.str.fullmatch(ISO_DATE).fillna(False).to_numpy(dtype=bool)
+    return read_layout(text.where(iso), "ISO8601")
 
 
 def write_dates(dates: pd.Series, date_format: str = ISO) -> pd.Series:

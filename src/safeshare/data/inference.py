@@ -145,5 +145,6 @@ def _looks_like_dates(text: pd.Series, weights: np.ndarray) -> bool:
     shaped = text.str.contains(DATE_SHAPE, regex=True).to_numpy(dtype=bool, na_value=False)
     if shaped.astype(float) @ weights < _MOSTLY * weights.sum():
         return False
-    parsed = parse_dates(text[shaped]).notna().to_numpy(dtype=float)
+    layout = date_format_of(text[shaped], weights[shaped])
+    parsed = parse_dates(text[shaped], layout).notna().to_numpy(dtype=float)
     return bool(parsed @ weights[shaped] >= _MOSTLY * weights.sum())

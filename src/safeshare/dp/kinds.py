@@ -4,7 +4,8 @@ Whether a column holds numbers, dates in some layout or words decides how it is 
 and a guess read straight off the records leaks: one text value in ``age`` would turn the
 column categorical, one repeated value would keep a record-number column.  Here each
 record's value in a column falls in one *class* (:data:`CLASSES`: missing, an integer, a
-decimal, a date in one of the public layouts, text); one discrete Gaussian measurement
+decimal, a date in one of the public layouts or in ISO 8601, text); one discrete Gaussian
+measurement
 releases every guessed column's class histogram and its count of distinct values.  One
 record moves one class count and the distinct count of each column by one: L2 sensitivity
 sqrt(2 x columns).
@@ -14,7 +15,9 @@ The decisions are post-processing of the noisy counts (:func:`decide`):
 * a kind (numbers, dates) is taken where the records that are not of it are no more than
   1% of those present or than the noise explains (:data:`Z` deviations), so a clean column
   keeps its kind at any noise; the few values of another class are then released as
-  missing;
+  missing.  A date in another layout (``2013.03.05``) is text: every engine reads a date
+  column in its layout, then as ISO 8601, and nothing else
+  (:func:`~safeshare.data.dates.parse_dates`);
 * a column of near-unique values is dropped where its noisy distinct share reaches 80% of
   the values present (also where too few are present to tell its kind): dropping one with
   some repeats costs nothing, as DP discovery would fold its rare values anyway.  A record
@@ -50,7 +53,7 @@ import pandas as pd
 from safeshare.data.dates import (
     DATE_FORMATS,
     ISO,
-    parse_dates,
+    read_iso,
     read_layout,
     unpadded_layout,
     write_dates,
@@ -100,8 +103,9 @@ LAYOUT_SETS = _layout_sets()
 PADDINGS = ("", "zero-padded", "unpadded")  # how a date's month and day are written
 MISSING, INTEGER, DECIMAL = 0, 1, 2
 FIRST_DATE = 3
-OTHER_DATE = FIRST_DATE + len(LAYOUT_SETS) * len(PADDINGS)
-TEXT = OTHER_DATE + 1
+TEXT = FIRST_DATE + len(LAYOUT_SETS) * len(PADDINGS)  # a date in no layout read is text
+ISO_LAYOUTS = tuple(i for i, layout in enumerate(DATE_FORMATS) if layout.startswith("%Y-%m-%d"))
+"""The layouts whose dates every engine also reads as ISO 8601, whatever a column's layout."""
 CLASSES: tuple[str, ...] = (
     "missing",
     "integer",
@@ -111,7 +115,6 @@ CLASSES: tuple[str, ...] = (
         for layouts in LAYOUT_SETS
         for pad in PADDINGS
     ),
-    "date in another layout",
     "text",
 )
 """The classes a value falls in, in the order the measurement releases their counts."""
@@ -177,8 +180,9 @@ def _date_classes(text: pd.Series) -> np.ndarray:
     read = np.stack(
         [read_layout(stripped, layout).notna().to_numpy() for layout in DATE_FORMATS], axis=1
     )
-    out = np.where(parse_dates(stripped).notna().to_numpy(), OTHER_DATE, TEXT)
     which = {layouts: i for i, layouts in enumerate(LAYOUT_SETS)}
+    iso = FIRST_DATE + which[(0,)] * len(PADDINGS)  # ISO 8601 outside the listed layouts
+    out = np.where(read_iso(stripped).notna().to_numpy(), iso, TEXT)
     masks = read.astype(np.int64) @ (1 << np.arange(len(DATE_FORMATS), dtype=np.int64))
     for mask in np.unique(masks[masks > 0]):
         layouts = tuple(i for i in range(len(DATE_FORMATS)) if mask >> i & 1)
@@ -337,16 +341,32 @@ def stray_note(guess: GuessedColumn, profile: Profile, rows: int, sigma: float) 
     present = rows - c[MISSING]
     if guess.kind is Kind.NUMERIC:
         others, cells = present - c[INTEGER] - c[DECIMAL], 3
+        what = "numbers"
     else:
-        others, cells = c[INTEGER] + c[DECIMAL] + c[TEXT], 3
+        unread = _unread_dates(guess.date_format)
+        others, cells = c[INTEGER] + c[DECIMAL] + c[TEXT] + c[unread].sum(), 3 + len(unread)
+        what = f"dates in {guess.date_format or 'ISO 8601'}"
     if others <= Z * sigma * math.sqrt(cells):
         return None
-    what = "numbers" if guess.kind is Kind.NUMERIC else "dates"
     return (
         f"column {guess.name!r} reads as {guess.kind}, but about {round(others):,} of its "
         f"values (a DP estimate) are not {what}: they are released as missing; declare the "
         "column in a schema (kind: categorical keeps them as text)"
     )
+
+
+def _unread_dates(date_format: str) -> list[int]:
+    """The date classes a column read in ``date_format`` leaves unread: dates in the other
+    layouts, which every engine releases as missing (:func:`~safeshare.data.dates.parse_dates`
+    reads the column's layout, then ISO 8601)."""
+    layout = DATE_FORMATS.index(date_format.replace("%-", "%")) if date_format else 0
+    read = {*ISO_LAYOUTS, layout}
+    return [
+        _date_class(index, pad)
+        for index, layouts in enumerate(LAYOUT_SETS)
+        if not read.intersection(layouts)
+        for pad in range(len(PADDINGS))
+    ]
 
 
 def too_few(profile: Profile, rows: int, sigma: float) -> bool:

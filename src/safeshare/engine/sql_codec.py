@@ -41,6 +41,7 @@ from safeshare.data.codec import (
     numeric_lookup,
     other_refused,
 )
+from safeshare.data.dates import ISO_DATE
 from safeshare.data.domain import Column, Domain, Kind
 from safeshare.errors import InputError
 
@@ -237,14 +238,16 @@ def number_sql(
     raw: RawColumn, kind: Kind, missing_tokens: Sequence[str], date_format: str = ""
 ) -> str:
     """The column as a DOUBLE (days since 1970-01-01 for dates, read in ``date_format`` where the
-    engine can, else as ISO 8601), NULL where missing or unparsable."""
+    engine can, else as ISO 8601 in the forms pandas reads too: :data:`ISO_DATE`), NULL where
+    missing or unparsable."""
     x, dialect = raw.ident, raw.dialect
     if kind is Kind.DATETIME:
         if raw.is_temporal:
             stamp = f"CAST({x} AS {dialect.timestamp_type})"
         else:
             text = text_sql(raw, missing_tokens)
-            stamp = f"TRY_CAST({text} AS {dialect.timestamp_type})"
+            iso = dialect.match_template.format(x=text, pattern=dialect.text(f"^{ISO_DATE}$"))
+            stamp = f"TRY_CAST(CASE WHEN {iso} THEN {text} END AS {dialect.timestamp_type})"
             read = dialect.strptime(text, date_format) if date_format else None
             if read is not None:
                 stamp = f"coalesce({read}, {stamp})"
