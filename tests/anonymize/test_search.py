@@ -31,6 +31,7 @@ from safeshare.anonymize.quality import QUALITY_MODELS
 from safeshare.anonymize.search import (
     Evaluator,
     Problem,
+    _Search,
     exhaustive_search,
     group_rows,
     optimal_search,
@@ -227,6 +228,22 @@ def test_search_is_exact_whatever_the_guide_guesses(case, seed):
         found = optimal_search(problem, metric)
     assert found.score == pytest.approx(expected.score, abs=1e-9)
     assert found.node in {expected.node, *expected.ties}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(), st.integers(1, 4))
+def test_search_is_exact_when_it_sorts_a_few_nodes_at_a_time(case, at_once):
+    """The settling puts the open nodes in order a slice at a time (large lattices): with
+    slices of a few nodes, the optimum is still the exhaustive one, and the nodes come in the
+    order of one stable sort by bound."""
+    with mock.patch("safeshare.anonymize.search._SORTED_AT_ONCE", at_once):
+        test_search_matches_exhaustive_enumeration.hypothesis.inner_test(case)
+        problem, metric = case
+        search = _Search(problem, metric)
+        nodes = np.arange(problem.lattice.size)
+        keys = -search.bounds
+        sliced = np.concatenate(list(search._highest_first(nodes)))
+    np.testing.assert_array_equal(sliced, np.argsort(keys, kind="stable"))
 
 
 def test_group_rows_dense_and_sparse_agree():
