@@ -92,6 +92,11 @@ def test_release_without_a_schema_discovers_the_domain_with_dp(tmp_path, patient
     assert "domain of 'affairs'" in steps and "mst: 2-way marginals" in steps
     # the kinds were measured with DP: part of the guarantee, not a condition on it
     assert steps[0] == "column kinds" and card["columns"]["affairs"]["kind_measured_with_dp"]
+    # a value of another kind in a measured number or date column: missing, said per column
+    kept = [c for c in card["columns"].values() if not c["dropped"]]
+    numeric = [c for c in kept if c["kind"] in ("numeric", "datetime")]
+    assert numeric and all(c["values_of_another_kind"] == "released as missing" for c in numeric)
+    assert not any("values_of_another_kind" in c for c in kept if c not in numeric)
     assert "given the column kinds" not in card["guarantee"]
     assert not any("column kinds" in line for line in card["not_dp"])
     assert math.fsum(i["epsilon_share"] for i in card["budget"]["items"]) == pytest.approx(

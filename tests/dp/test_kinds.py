@@ -242,19 +242,6 @@ def test_dates_in_a_second_layout_are_noted_as_released_missing() -> None:
     assert np.isnan(read).sum() == 3000
 
 
-def test_columns_read_as_numbers_say_that_stray_values_would_be_missing() -> None:
-    """A handful of text values in a column read as numbers hide in the noise: the notes say,
-    for every such column and whatever its values, what is done with them."""
-    ages = [str(20 + i % 50) for i in range(5000)]
-    ages[:3] = ["unknown"] * 3
-    frame = pd.DataFrame({"age": ages, "seen": ["2021-03-01"] * 5000}, dtype="string")
-    result = plan_kinds(["age", "seen"], rho=0.01).run(frame, Randomness(0))
-    assert [g.kind for g in result.guesses] == [Kind.NUMERIC, Kind.DATETIME]
-    (note,) = result.notes
-    assert note.startswith("columns 'age', 'seen' read as numbers or dates")
-    assert "released as missing" in note and "3" not in note
-
-
 def test_a_blank_value_is_missing_as_the_codec_reads_it() -> None:
     profile = Profile.of(pd.Series(["4", "  ", "", None], dtype="string"))
     assert profile.counts[[MISSING, INTEGER]].tolist() == [3, 1] and profile.distinct == 1

@@ -248,25 +248,11 @@ class KindsPlan:
             decide(name, profile, rows, self.sigma)
             for name, profile in zip(self.columns, profiles, strict=True)
         ]
-        strays = {
-            guess.name: note
+        notes = [
+            note
             for guess, profile in zip(guesses, profiles, strict=True)
             if (note := stray_note(guess, profile, rows, self.sigma))
-        }
-        notes = list(strays.values())
-        quiet = [
-            g.name
-            for g in guesses
-            if g.kind in (Kind.NUMERIC, Kind.DATETIME) and g.identifier is None
-            and g.name not in strays
-        ]  # fmt: skip
-        if quiet:
-            notes.append(
-                f"{_listed(quiet)} read as numbers or dates (kinds measured with DP): a value in "
-                "them that is not one, if any, is released as missing, uncounted (fewer than the "
-                "kinds' noise can show); a schema that declares their kind refuses such values, "
-                "naming the column and their count"
-            )
+        ]
         unsure = {
             g.name: rows - p.counts[MISSING]
             for g, p in zip(guesses, profiles, strict=True)

@@ -39,7 +39,7 @@ from safeshare.dp.randomness import Randomness
 from safeshare.errors import InputError, SchemaError
 from safeshare.release.job import JobRequest
 from safeshare.release.pipeline import discovery_target, read_input, resolve_domain
-from safeshare.report.card import card_header, domain_source, kinds_condition
+from safeshare.report.card import card_header, column_entry, domain_source, kinds_condition
 from safeshare.train.accounting import Accounting, DPSGDEvent, check_reachable
 from safeshare.train.device import resolve_device
 from safeshare.train.dpsgd import CLIPPINGS, DPSGDSettings, check_settings, require_torch
@@ -354,25 +354,10 @@ def training_card(
             ],
         },
         "domain_source": domain_source(prepared.decisions),
-        "columns": {d.name: _column_entry(d, prepared) for d in prepared.decisions},
+        "columns": {d.name: column_entry(d, prepared.table.domain) for d in prepared.decisions},
         "public": public,
         "not_dp": not_dp,
         "notes": prepared.notes,
-    }
-
-
-def _column_entry(decision: ColumnDecision, prepared: Prepared) -> dict[str, Any]:
-    """Where one column's domain came from, and its size in codes where it is modelled."""
-    d = decision
-    return {
-        "kind": str(d.kind),
-        "role": str(d.role),
-        "source": str(d.source),
-        "dropped": not d.modelled,
-        **({"codes": prepared.table.domain[d.name].size} if d.modelled else {}),
-        **({"reason": d.reason} if d.reason else {}),
-        **({"kind_inferred": True} if d.kind_guessed else {}),
-        **({"kind_measured_with_dp": True} if d.kind_measured else {}),
     }
 
 

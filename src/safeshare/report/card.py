@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from safeshare.data.domain import Domain
+from safeshare.data.domain import Domain, Kind
 from safeshare.data.plan import ColumnDecision, Source
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget
@@ -196,26 +196,39 @@ def kinds_condition(decisions: Sequence[ColumnDecision]) -> str:
     )
 
 
+STRAYS_MISSING = "released as missing"
+"""What a column whose kind was measured with DP does with a value of another kind (text in a
+numeric column, a date in another layout): the card says so per column, since a count would
+be private (a schema that declares the kind refuses them instead, naming their count)."""
+
+
 def _columns(decisions: list[ColumnDecision], domain: Domain) -> dict[str, Any]:
     """Each column's kind, role, where its domain came from and its codes (or why dropped)."""
-    columns: dict[str, Any] = {}
-    for d in decisions:
-        entry: dict[str, Any] = {
-            "kind": str(d.kind),
-            "role": str(d.role),
-            "source": str(d.source),
-            "dropped": not d.modelled,
-        }
-        if d.modelled:
-            entry["codes"] = domain[d.name].size
-        if d.reason:
-            entry["reason"] = d.reason
-        if d.kind_guessed:
-            entry["kind_inferred"] = True
-        if d.kind_measured:
-            entry["kind_measured_with_dp"] = True
-        columns[d.name] = entry
-    return columns
+    return {d.name: column_entry(d, domain) for d in decisions}
+
+
+def column_entry(decision: ColumnDecision, domain: Domain) -> dict[str, Any]:
+    """One column's card entry: its kind, role, where its domain came from, its size in codes
+    where it is modelled (``domain``: the modelled columns), why it was dropped, and how its
+    kind was found."""
+    d = decision
+    entry: dict[str, Any] = {
+        "kind": str(d.kind),
+        "role": str(d.role),
+        "source": str(d.source),
+        "dropped": not d.modelled,
+    }
+    if d.modelled:
+        entry["codes"] = domain[d.name].size
+    if d.reason:
+        entry["reason"] = d.reason
+    if d.kind_guessed:
+        entry["kind_inferred"] = True
+    if d.kind_measured:
+        entry["kind_measured_with_dp"] = True
+        if d.modelled and d.kind in (Kind.NUMERIC, Kind.DATETIME):
+            entry["values_of_another_kind"] = STRAYS_MISSING
+    return entry
 
 
 def _not_dp(decisions: list[ColumnDecision], source: str) -> list[str]:
