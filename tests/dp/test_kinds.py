@@ -66,7 +66,7 @@ def test_dates_fall_in_their_layout_and_padding() -> None:
 def test_dates_in_another_layout_are_not_read_as_dates() -> None:
     """No engine reads a layout outside the public list and ISO 8601, so a column written in
     one is not dates (it stays categorical), and a few such values in a date column are strays
-    released as missing, with a note where they clearly show."""
+    released as missing (the note where they clearly show: the test below)."""
     rows, sigma = 1000, 2.0
     spelled = pd.Series([f"2013.03.{1 + i % 28:02d}" for i in range(rows)], dtype="string")
     guess = decide("seen", Profile.of(spelled), rows, sigma)

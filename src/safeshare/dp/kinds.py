@@ -5,10 +5,9 @@ and a guess read straight off the records leaks: one text value in ``age`` would
 column categorical, one repeated value would keep a record-number column.  Here each
 record's value in a column falls in one *class* (:data:`CLASSES`: missing, an integer, a
 decimal, a date in one of the public layouts or in ISO 8601, text); one discrete Gaussian
-measurement
-releases every guessed column's class histogram and its count of distinct values.  One
-record moves one class count and the distinct count of each column by one: L2 sensitivity
-sqrt(2 x columns).
+measurement releases every guessed column's class histogram and its count of distinct
+values.  One record moves one class count and the distinct count of each column by one: L2
+sensitivity sqrt(2 x columns).
 
 The decisions are post-processing of the noisy counts (:func:`decide`):
 
