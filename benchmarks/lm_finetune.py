@@ -240,7 +240,7 @@ def main() -> int:
         "audit's power, many epochs on --audit-texts texts without DP and with DP",
     )  # fmt: skip
     parser.add_argument("--audit-texts", type=int, default=200)
-    parser.add_argument("--audit-epochs", type=float, default=20.0)
+    parser.add_argument("--audit-epochs", type=float, default=60.0)  # (20: no DP audits 0.49)
     args = parser.parse_args()
     if not TEXT.is_dir():
         print(f"{TEXT} not found: set SAFESHARE_SHARED to the folder holding datasets/text")
