@@ -180,7 +180,7 @@ def _date_classes(text: pd.Series) -> np.ndarray:
         [read_layout(stripped, layout).notna().to_numpy() for layout in DATE_FORMATS], axis=1
     )
     which = {layouts: i for i, layouts in enumerate(LAYOUT_SETS)}
-    iso = FIRST_DATE + which[(0,)] * len(PADDINGS)  # ISO 8601 outside the listed layouts
+    iso = _date_class(which[(0,)], 0)  # ISO 8601 outside the listed layouts
     out = np.where(read_iso(stripped).notna().to_numpy(), iso, TEXT)
     masks = read.astype(np.int64) @ (1 << np.arange(len(DATE_FORMATS), dtype=np.int64))
     for mask in np.unique(masks[masks > 0]):
@@ -229,6 +229,11 @@ class KindsPlan:
     @property
     def event(self) -> GaussianEvent:
         return self.mechanism.event
+
+    def rho_at(self, sigma: float) -> float:
+        """The zCDP cost of this measurement at noise ``sigma`` (:func:`plan_kinds` inverted):
+        what a job works the least --epsilon for :attr:`KindsResult.wanted_sigma` out from."""
+        return self.mechanism.event.rho * (self.sigma / sigma) ** 2
 
     def counts(self, frame: pd.DataFrame) -> np.ndarray:
         """The exact counts the measurement releases: each column's profile, end to end."""

@@ -485,7 +485,7 @@ def _measured_kinds(
 
 def _kinds_epsilon(kinds: KindsPlan, sigma: float, budget: PrivacyBudget, split: _Split) -> str:
     """The --epsilon at which the kinds measurement's noise falls to ``sigma``, in a note."""
-    rho = len(kinds.columns) / sigma**2 / KINDS_SHARE
+    rho = kinds.rho_at(sigma) / KINDS_SHARE
     return least_epsilon_note(epsilon_from_rho(rho, budget.delta - split.delta_reserved))
 
 

@@ -277,7 +277,7 @@ def prepare_table(
             rho * (1 - KINDS_OF_DOMAIN_SHARE),
         )
         if measured.wanted_sigma is not None:
-            wanted = len(guessed) / measured.wanted_sigma**2 / KINDS_OF_DOMAIN_SHARE
+            wanted = kinds.rho_at(measured.wanted_sigma) / KINDS_OF_DOMAIN_SHARE
             least = epsilon_from_rho(wanted, reserved) / DOMAIN_SHARE
             notes.append(least_epsilon_note(least))
     else:
