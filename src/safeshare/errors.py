@@ -78,4 +78,9 @@ class EngineJobError(SafeshareError, RuntimeError):
 
 
 class ModelAPIError(SafeshareError, ConnectionError):
-    """A model's server failed or could not be reached (after retries)."""
+    """A model's server failed or could not be reached (after retries).
+
+    ``answered`` maps the position of each request of the failed call that was answered
+    before the failure to its reply, so what was paid for can be kept."""
+
+    answered: dict[int, str] = {}  # noqa: RUF012 (set per instance; read-only here)

@@ -183,7 +183,8 @@ def test_a_failing_server_stops_with_the_resume_command_and_loses_nothing(
     assert code == 2 and "HTTP 400" in message and "Traceback" not in err
     assert "resume without spending the budget again: safeshare synthesize" in message
     assert f"--checkpoint {folder}" in message and not (tmp_path / "out").exists()
-    assert "--temperature 0.7 --rate 1000.0 --token-prices 0.15,0.60" in message
+    assert "--temperature 0.7" in message
+    assert "--replies-per-request 8 --rate 1000.0 --token-prices 0.15,0.60" in message
 
     # a copy of the folder that lost its populations but kept its receipt is refused: it
     # would measure the lost histograms again without a charge

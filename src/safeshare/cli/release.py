@@ -159,8 +159,13 @@ class ReleaseArguments:
         help="pe text, openai-compatible: seconds to wait for one reply.", default=120.0
     )
     temperature: float = option(
-        help="pe text, openai-compatible: the sampling temperature sent to the model.",
+        help="pe text, openai-compatible or local: the model's sampling temperature.",
         default=1.0,
+    )
+    replies_per_request: int = option(
+        help="pe text, openai-compatible: replies asked in one request (the API's n) when a "
+        "prompt is asked several times; 1 once the server refuses or ignores n.",
+        default=8,
     )
     rate: float | None = option(
         help="pe text, openai-compatible: requests started per second at most (default: no limit).",
@@ -176,8 +181,9 @@ class ReleaseArguments:
     )
     prompts: Path | None = option(
         help="pe text, openai-compatible or local: a prompt file of your own (sections "
-        "[random.system], [random.user], [vary.system], [vary.user]; default: the bundled "
-        "aug_pe.txt).",
+        "[random.system], [random.user], [vary.system], [vary.user]) or a bundled one by name: "
+        "aug_pe (fill-in-the-blanks, the default), paraphrase (whole rewrites at the sample's "
+        "length, for small models), few_shot (a new text like the selected ones).",
         default=None,
     )
     header: bool | None = header_option()

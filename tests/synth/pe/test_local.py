@@ -57,6 +57,14 @@ def test_local_random_and_vary_are_seeded_and_checked(chat: LocalChat) -> None:
     assert chat.describe()["model"] == smollm2().name
 
 
+def test_a_local_reply_cut_at_the_token_limit_ends_with_its_last_sentence() -> None:
+    short = LocalChat(smollm2(), max_new_tokens=16, batch_size=8, threads=1)
+    asked = [[{"role": "user", "content": "Describe your last holiday in three sentences."}]] * 8
+    for reply in short.chat_many(asked, seed=0):  # 16 tokens: most replies are cut
+        sentence_end = [i for i, c in enumerate(reply) if c in ".!?"]
+        assert not sentence_end or reply.rstrip("\"')]").endswith((".", "!", "?", "…")), reply
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -142,7 +150,15 @@ def test_text_release_with_the_local_model(tmp_path: Path) -> None:
 
     rows = ["The food was great.", "Loved the staff.", "Cold food, rude waiter.", "Awful."] * 30
     frame = pd.DataFrame({"text": rows, "label": ["1", "1", "0", "0"] * 30})
-    backend = TextBackend("local", model=str(smollm2()), max_new_tokens=20, batch_size=8, threads=1)
+    backend = TextBackend(
+        "local",
+        model=str(smollm2()),
+        max_new_tokens=20,
+        batch_size=8,
+        threads=1,
+        temperature=0.7,
+        prompts="paraphrase",
+    )
     result = release_text(
         frame,
         out=tmp_path / "out",
@@ -163,5 +179,6 @@ def test_text_release_with_the_local_model(tmp_path: Path) -> None:
     api = result.card["model"]["api"]
     assert api["api"] == "local" and api["model"] == smollm2().name
     assert api["replies_replaced"] >= 0 and "transformers" in api["backend"]
+    assert api["temperature"] == 0.7 and api["prompts"].endswith("prompts/paraphrase.txt")
     assert any("language model" in line for line in result.card["model"]["public"])
     assert len(result.synthetic) > 0 and set(result.synthetic["label"]) <= {"0", "1"}

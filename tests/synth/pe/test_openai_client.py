@@ -35,6 +35,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, {"error": "no such route"})
         if self.headers.get("Authorization") != "Bearer sekrit":
             return self._send(401, {"error": "bad key"})
+        if state["down_after"] is not None and state["answered"] >= state["down_after"]:
+            return self._send(500, {"error": "the model went away"})
         if state["fail"] > 0:
             state["fail"] -= 1
             return self._send(503, {"error": "busy"}, {"Retry-After": "0"})
@@ -55,12 +57,29 @@ class Handler(BaseHTTPRequestHandler):
             text = "I'll create a sentence based on your feedback: " + text
             state["meta"] -= 1
         state["empty"] = max(0, state["empty"] - 1)
+        if state["cut"]:  # a reply that ran into the token limit
+            text, finish = "The room was dark. The bed was hard and the", "length"
+        else:
+            finish = "stop"
+        n = body.get("n", 1)
+        if n > 1 and state["n"] == "refused":
+            return self._send(400, {"error": {"message": "'n' must be 1 for this model"}})
+        n = 1 if state["n"] == "ignored" else n
+        texts = [text] + [f"{text} {k}" for k in range(1, n)]  # n replies, told apart
         reply: dict[str, Any] = {
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]
+            "choices": [
+                {
+                    "index": k,
+                    "message": {"role": "assistant", "content": t},
+                    "finish_reason": finish,
+                }
+                for k, t in enumerate(texts)
+            ]
         }
         if state["usage"]:  # what the server bills: words stand for tokens here
             usage = {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}
             reply["usage"] = usage
+        state["answered"] += 1
         self._send(200, reply)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -80,7 +99,8 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.state = {  # type: ignore[attr-defined]
         **{"requests": 0, "bodies": [], "fail": 0, "empty": 0, "meta": 0},
-        **{"usage": True, "completion_only": False},
+        **{"usage": True, "completion_only": False, "cut": False, "n": "served"},
+        **{"answered": 0, "down_after": None},
     }
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -96,7 +116,7 @@ def client(httpd: ThreadingHTTPServer, **kw: Any) -> ChatClient:
 
 
 def test_random_and_vary_speak_the_protocol(server: ThreadingHTTPServer) -> None:
-    api = LLMTextAPI(client(server, concurrency=4), label="positive")
+    api = LLMTextAPI(client(server, concurrency=4, choices=1), label="positive")
     first = api.random(6, np.random.default_rng(0))
     assert first["text"].tolist() == ["a positive text"] * 6
     varied = api.vary(
@@ -240,10 +260,114 @@ def test_a_prompt_file_of_ones_own_reaches_the_server(server, tmp_path) -> None:
     assert backend.describe()["prompts"] == str(path)
 
 
+@pytest.mark.parametrize("name", ["aug_pe", "paraphrase", "few_shot"])
+def test_the_bundled_prompt_files_show_the_model_the_text_it_varies(server, name) -> None:
+    chat = client(server, concurrency=1, choices=1)  # (one request a text, in order)
+    api = LLMTextAPI(chat, label="negative", prompts=load_prompts(name))
+    selected = pd.DataFrame(
+        {"text": ["Cold soup.", "Rude staff at the desk.", "Cold soup.", "Slow."]}
+    )
+    api.vary(selected, 0.5, np.random.default_rng(1))
+    asked = [b["messages"][1]["content"] for b in server.state["bodies"]]  # type: ignore[attr-defined]
+    assert len(asked) == 4 and all("negative review" in a for a in asked)
+    if name == "paraphrase":  # the whole text, and its length in words (the adaptive length)
+        assert asked[1].endswith("in about 5 words:\nRude staff at the desk.")
+    if name == "few_shot":  # the varied text first, then other distinct selected ones
+        shown = [[line[2:] for line in a.splitlines() if line.startswith("- ")] for a in asked]
+        assert [lines[0] for lines in shown] == selected["text"].tolist()
+        for lines in shown:
+            assert len(lines) == 3 and len(set(lines)) == 3
+            assert set(lines) <= set(selected["text"])
+        assert "in about 2 words" in asked[0]
+
+
+def test_a_bundled_prompt_file_by_name_and_the_temperature_reach_a_local_model(tmp_path) -> None:
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"")  # never loaded: building the API reads nothing
+    backend = TextBackend("local", model=str(model), prompts="paraphrase", temperature=0.5)
+    backend.check()
+    api = backend.build().for_label("negative")
+    assert api.client.temperature == 0.5 and api.prompts == load_prompts("paraphrase")
+    described = backend.describe()
+    assert described["prompts"] == "safeshare/synth/pe/prompts/paraphrase.txt"
+    assert described["temperature"] == 0.5
+    with pytest.raises(InputError, match="--prompts paraphrases: no such file"):
+        TextBackend("local", model=str(model), prompts="paraphrases").check()
+
+
+@pytest.mark.parametrize("served", ["served", "ignored", "refused"])
+def test_a_text_asked_several_times_goes_in_requests_of_several_replies(server, served) -> None:
+    server.state["n"] = served  # type: ignore[attr-defined]
+    chat = client(server, choices=4, concurrency=1)
+    positive = [{"role": "user", "content": "Write one short positive review."}]
+    negative = [{"role": "user", "content": "Write one short negative review."}]
+    replies = chat.chat_many([positive] * 6 + [negative], seed=10)
+    bodies = server.state["bodies"]  # type: ignore[attr-defined]
+    assert replies[6] == "a negative text"
+    if served == "served":  # 4 + 2 replies of one prompt, 1 of the other: 3 requests
+        assert [(b.get("n", 1), b["seed"]) for b in bodies] == [(4, 10), (2, 14), (1, 16)]
+        told_apart = ["a positive text"] + [f"a positive text {k}" for k in (1, 2, 3)]
+        assert replies[:6] == told_apart + told_apart[:2]
+        assert chat.usage.requests == 3 and chat.choices == 4
+    else:  # the rest asked one at a time, and so from then on
+        assert replies[:6] == ["a positive text"] * 6
+        several = [b["n"] for b in bodies if b.get("n", 1) > 1]
+        assert several == [4, 2] and chat.choices == 1  # (both asked before any answer)
+        assert bodies[-1].get("n", 1) == 1
+
+
+class WordCounts:
+    """A small public embedder: each text's counts of a few words."""
+
+    words = ("a", "positive", "text", "nice", "the", "food")
+
+    def embed(self, samples: pd.DataFrame) -> np.ndarray:
+        texts = samples["text"].astype(str).str.lower().str.split()
+        return np.array([[t.count(w) for w in self.words] for t in texts], dtype=float) + 0.1
+
+
+def test_a_resumed_step_reads_back_the_replies_paid_for_before_the_server_failed(
+    server, tmp_path
+) -> None:
+    from safeshare.synth.pe.evolution import PrivateEvolution
+
+    private = pd.DataFrame({"text": ["the food was nice", "a nice text", "positive food"] * 40})
+    api = LLMTextAPI(client(server, retries=0, concurrency=2, choices=1), label="positive")
+
+    def fit() -> PrivateEvolution:  # secure randomness (no rng), with a checkpoint
+        model = PrivateEvolution(
+            api, WordCounts(), epsilon=50.0, delta=1e-5, iterations=2,
+            samples_per_iteration=8, checkpoint=tmp_path / "run",
+        )  # fmt: skip
+        return model.fit(private)
+
+    server.state["down_after"] = 14  # type: ignore[attr-defined]  # the first 8, then 6 of 8
+    with pytest.raises(ModelAPIError, match="HTTP 500"):
+        fit()
+    bodies = server.state["bodies"]  # type: ignore[attr-defined]
+    failed = {json.dumps(b["messages"]) for b in bodies[-2:]}  # (concurrency 2: the last two)
+    asked = len(bodies)
+    server.state["down_after"] = None  # type: ignore[attr-defined]
+    fit()
+    again = [json.dumps(b["messages"]) for b in bodies[asked:]]
+    assert len(again) == 2 and set(again) == failed  # the 6 answered ones were read back
+    assert api.client.reused == 6
+    assert (tmp_path / "run" / "seeds.json").is_file()
+
+
+def test_a_reply_cut_at_the_token_limit_keeps_its_whole_sentences(server) -> None:
+    server.state["cut"] = True  # type: ignore[attr-defined]
+    api = LLMTextAPI(client(server), label="negative")
+    assert api.random(2, np.random.default_rng(0))["text"].tolist() == ["The room was dark."] * 2
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda t: t.replace("{masked}", "the text"), r"\[vary.user\] must contain \{masked\}"),
+        (
+            lambda t: t.replace("{masked}", "the text"),
+            r"\[vary.user\] must contain \{masked\}, \{text\} or \{examples\}",
+        ),
         (lambda t: t.replace("{keywords}", "{topic}"), r"uses \{topic\}; it may use only"),
         (lambda t: t.replace("[vary.system]", "[vary.sys]"), r"no \[vary.system\] section"),
         (lambda t: t.replace("{label} hotel", "{label hotel", 1), "not a valid template"),

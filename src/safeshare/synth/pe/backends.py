@@ -33,11 +33,17 @@ from typing import Any
 
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, TokenUsage, load_prompts
+from safeshare.synth.pe.openai_client import (
+    ChatClient,
+    LLMTextAPI,
+    TokenUsage,
+    bundled_prompts,
+    load_prompts,
+)
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
 BACKENDS = ("word", "openai-compatible", "local")
-PROMPTS = "safeshare/synth/pe/prompts/aug_pe.txt"
+PROMPTS = "safeshare/synth/pe/prompts"
 
 
 @dataclass
@@ -54,6 +60,7 @@ class TextBackend:
     backoff: float = 1.0
     timeout: float = 120.0
     temperature: float = 1.0
+    replies_per_request: int = 8  # the API's n for a prompt asked several times (openai-compatible)
     rate: float | None = None  # requests a second at most (openai-compatible)
     token_prices: tuple[float, float] | None = None  # per million prompt / completion tokens
     batch_size: int = 8
@@ -97,6 +104,10 @@ class TextBackend:
         bad = [
             (self.concurrency < 1, f"--concurrency {self.concurrency}: give at least 1"),
             (self.retries < 0, f"--retries {self.retries}: give 0 or more"),
+            (
+                self.replies_per_request < 1,
+                f"--replies-per-request {self.replies_per_request}: give at least 1",
+            ),
             (not self.timeout > 0, f"--timeout {self.timeout}: give seconds, more than 0"),
             (
                 not 0 <= self.temperature <= 2,
@@ -116,7 +127,16 @@ class TextBackend:
                 raise InputError(message)
 
     def _prompts(self) -> dict[str, str]:
-        return load_prompts(Path(self.prompts) if self.prompts is not None else "aug_pe")
+        return load_prompts(self._prompt_source())
+
+    def _prompt_source(self) -> str | Path:
+        """A prompt file of the user's, or a bundled one by name (``paraphrase``, ...)."""
+        if self.prompts is None:
+            return "aug_pe"
+        path = Path(self.prompts)
+        if not path.exists() and path.name == str(self.prompts) and path.name in bundled_prompts():
+            return path.name
+        return path
 
     def _vocabulary(self) -> Vocabulary:
         if self.vocabulary is None:
@@ -142,6 +162,7 @@ class TextBackend:
                 max_tokens=self.max_new_tokens,
                 temperature=self.temperature,
                 rate=self.rate,
+                choices=self.replies_per_request,
             )
             self.clients.append(client)
             api = LLMTextAPI(
@@ -152,6 +173,7 @@ class TextBackend:
                 str(self.model),
                 max_new_tokens=self.max_new_tokens,
                 batch_size=self.batch_size,
+                temperature=self.temperature,
                 threads=self.threads,
             )
             api = LLMTextAPI(
@@ -206,13 +228,15 @@ class TextBackend:
         if self.kind == "word":
             out["prompts"] = "templates and word lists of the vocabulary (no language model)"
             return out
-        out["prompts"] = PROMPTS if self.prompts is None else str(self.prompts)
+        source = self._prompt_source()
+        out["prompts"] = f"{PROMPTS}/{source}.txt" if isinstance(source, str) else str(source)
         out["model"] = self.model if self.kind != "local" else Path(str(self.model)).name
         out["max_new_tokens"] = self.max_new_tokens
+        out["temperature"] = self.temperature
         if self.kind == "openai-compatible":
             out["base_url"] = self.base_url
             out["api_key_env"] = self.api_key_env
-            out["temperature"] = self.temperature
+            out["replies_per_request"] = self.clients[0].choices if self.clients else None
             out["usage"] = self.usage()
         else:
             out["backend"] = "transformers, loaded from a local path (HF_HUB_OFFLINE)"

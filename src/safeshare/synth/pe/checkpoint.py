@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,8 @@ FORMAT = "safeshare-pe-checkpoint"
 VERSION = 1
 PARENT = "__pe_parent__"
 VOTES = "__pe_votes__"
+SEEDS = "seeds.json"
+REPLIES = "replies.jsonl"
 
 
 def measured_in(folder: str | Path) -> int:
@@ -123,6 +126,24 @@ class Checkpoint:
         votes = frame.pop(VOTES).to_numpy(dtype=float)
         measured = bool(state["measured"])
         return Population(frame, parents, int(state["iteration"]), votes if measured else None)
+
+    def public_seed(self, step: int) -> int:
+        """The seed of a step's public choices (prompts, masks, selection), drawn securely the
+        first time and kept in ``seeds.json``: a resumed step makes the same requests, so the
+        replies already paid for are read back (:mod:`safeshare.synth.pe.replies`).  It seeds no
+        DP noise."""
+        path = self.folder / SEEDS
+        seeds = json.loads(path.read_text()) if path.is_file() else {}
+        if str(step) not in seeds:
+            seeds[str(step)] = secrets.randbits(128)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._atomic(SEEDS, lambda file: file.write_text(json.dumps(seeds)))
+        return int(seeds[str(step)])
+
+    @property
+    def replies_path(self) -> Path:
+        """Where an LLM API keeps its replies (:meth:`LLMTextAPI.keep_replies`)."""
+        return self.folder / REPLIES
 
     def first(self) -> pd.DataFrame | None:
         """The samples of the first population (iteration 0, drawn before any vote), when the

@@ -241,13 +241,17 @@ class PrivateEvolution:
             if self.checkpoint is not None
             else None
         )
+        keep_replies = getattr(api, "keep_replies", None)
+        if store is not None and callable(keep_replies):  # an LLM API: no reply paid twice
+            keep_replies(store.replies_path)
+        public = partial(self._public_choices, streams=streams, store=store)
         private = self._embed(embedder, frame, "the private data")
 
         population = store.load() if store is not None else None
         self.initial_ = store.first() if store is not None else None
         if population is None:
             report("drawing the first population", 0.0)
-            first = self._checked(api.random(sizes[0], streams[0].generator()), sizes[0])
+            first = self._checked(api.random(sizes[0], public(0)), sizes[0])
             population = Population.random(first)
             self.initial_ = first
             if store is not None:
@@ -264,7 +268,7 @@ class PrivateEvolution:
                         population.samples,
                         lookahead,
                         ahead[t - 1],
-                        streams[self.iterations + 1 + t].generator(),
+                        public(self.iterations + 1 + t),
                     )
                 else:
                     embedded = self._embed(embedder, population.samples, what)
@@ -276,7 +280,7 @@ class PrivateEvolution:
                     callback(IterationInfo(t, self.iterations, population, sigma))
             if t >= self.iterations:
                 break
-            rng = streams[t].generator()
+            rng = public(t)
             choice = select(
                 population.weights(), sizes[t], self.selection, rng,
                 offspring=offspring, keep=self.keep_selected,
@@ -381,6 +385,17 @@ class PrivateEvolution:
             return [Randomness() for _ in range(count)]
         base = Randomness(self.rng).generator()  # seeded: a deterministic child of the seed
         return [Randomness(g) for g in base.spawn(count)]
+
+    @staticmethod
+    def _public_choices(
+        step: int, streams: list[Randomness], store: Checkpoint | None
+    ) -> np.random.Generator:
+        """The generator of a step's public choices (what is asked of the API, selection).  A
+        seeded run draws it from its stream; a secure run with a checkpoint from a seed the
+        checkpoint keeps, so a resumed step asks the same requests (no reply paid twice)."""
+        if store is None or not streams[step].secure:
+            return streams[step].generator()
+        return np.random.default_rng(store.public_seed(step))
 
     def _parts(self) -> tuple[Any, Embedder]:
         """The APIs and embedder; for a Table without them, the Domain's (tabular PE)."""

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 from safeshare._local_models import model_files
 from safeshare.errors import InputError, MissingDependencyError
+from safeshare.synth.pe.openai_client import whole_sentences
 
 INSTALL = "pip install 'safeshare[text]' (torch, transformers) and, for GGUF files, gguf accelerate"
 
@@ -167,7 +168,9 @@ class LocalChat:
             )
         new = output[:, inputs["input_ids"].shape[1] :]
         texts = self._tokenizer.batch_decode(new, skip_special_tokens=True)
-        return [str(t).strip() for t in texts]
+        ended = (new == self._tokenizer.eos_token_id).any(dim=1).tolist()
+        pairs = zip(texts, ended, strict=True)
+        return [str(t).strip() if end else whole_sentences(str(t)) for t, end in pairs]
 
 
 class _Sampler:

@@ -56,9 +56,31 @@ PLACEHOLDERS = {
     "random.system": frozenset(),
     "random.user": frozenset({"label", "keywords"}),
     "vary.system": frozenset(),
-    "vary.user": frozenset({"label", "masked"}),
+    "vary.user": frozenset({"label", "masked", "text", "words", "examples"}),
 }
-"""Each prompt section and the placeholders it may use; ``vary.user`` must use ``{masked}``."""
+"""Each prompt section and the placeholders it may use.  ``vary.user`` must show the model the
+sample it varies: ``{masked}`` (its words with a share ``degree`` blanked), ``{text}`` (whole),
+or ``{examples}`` (it and other selected samples, one per line); ``{words}`` is its length in
+words, so a prompt can ask for the voted samples' lengths (adaptive length)."""
+
+SHOWN = ("masked", "text", "examples")
+"""The placeholders of which ``vary.user`` must use one."""
+
+EXAMPLES = 3
+"""Selected samples shown by ``{examples}``: the one varied, then others of the same selection."""
+
+
+def bundled_prompts() -> list[str]:
+    """The names of the prompt files that ship with safeshare (``aug_pe``: fill-in-the-blanks,
+    Aug-PE's variation; ``paraphrase``: a whole rewrite at the sample's length, for small
+    models; ``few_shot``: a new text like the selected ones).
+
+    >>> bundled_prompts()
+    ['aug_pe', 'few_shot', 'paraphrase']
+    """
+    folder = resources.files("safeshare.synth.pe") / "prompts"
+    names = (f.name.removesuffix(".txt") for f in folder.iterdir() if f.name.endswith(".txt"))
+    return sorted(n for n in names if n != "reviews")  # (reviews.txt is the vocabulary)
 
 
 def load_prompts(source: str | Path = "aug_pe") -> dict[str, str]:
@@ -68,7 +90,10 @@ def load_prompts(source: str | Path = "aug_pe") -> dict[str, str]:
     if isinstance(source, Path):
         file, where = source, str(source)
         if not file.is_file():
-            raise InputError(f"--prompts {where}: no such file; give a prompt file (UTF-8)")
+            raise InputError(
+                f"--prompts {where}: no such file; give a prompt file (UTF-8) or the name of a "
+                f"bundled one ({', '.join(bundled_prompts())})"
+            )
     else:
         file = resources.files("safeshare.synth.pe") / "prompts" / f"{source}.txt"
         where = f"safeshare/synth/pe/prompts/{source}.txt"
@@ -92,6 +117,15 @@ def load_prompts(source: str | Path = "aug_pe") -> dict[str, str]:
     return prompts
 
 
+def placeholders(template: str) -> set[str]:
+    """The ``{names}`` a prompt template fills (``ValueError`` if it is not a template).
+
+    >>> sorted(placeholders("Fill this {label} text: {masked} ({{braces}})"))
+    ['label', 'masked']
+    """
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
 def check_prompts(prompts: dict[str, str], where: str = "the prompts") -> None:
     """Refuse prompts that lack a section, name an unknown placeholder or leave ``{masked}``
     out of ``vary.user`` (the model would never see the text it varies).
@@ -111,18 +145,17 @@ def check_prompts(prompts: dict[str, str], where: str = "the prompts") -> None:
     used: dict[str, set[str]] = {}
     for name, allowed in PLACEHOLDERS.items():
         try:
-            parsed = string.Formatter().parse(prompts[name])
-            used[name] = {field for _, field, _, _ in parsed if field is not None}
+            used[name] = placeholders(prompts[name])
         except ValueError as error:
             raise InputError(f"{where}: [{name}] is not a valid template ({error})") from None
         unknown = sorted(used[name] - allowed)
         if unknown:
             may = ", ".join(f"{{{a}}}" for a in sorted(allowed)) or "no placeholders"
             raise InputError(f"{where}: [{name}] uses {{{unknown[0]}}}; it may use only {may}")
-    if "masked" not in used["vary.user"]:
+    if not used["vary.user"] & set(SHOWN):
         raise InputError(
-            f"{where}: [vary.user] must contain {{masked}} (the synthetic text to vary, with "
-            "blanks); write literal braces as {{ and }}"
+            f"{where}: [vary.user] must contain {{masked}}, {{text}} or {{examples}} (the "
+            "synthetic text to vary); write literal braces as {{ and }}"
         )
 
 
@@ -135,6 +168,38 @@ def mask(text: str, degree: float, rng: np.random.Generator) -> str:
     for i in rng.choice(len(words), size=count, replace=False):
         words[int(i)] = "_"
     return " ".join(words)
+
+
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s|$)")
+
+
+def whole_sentences(text: str) -> str:
+    """A reply cut at the token limit, up to its last whole sentence (unchanged when it has
+    none): a text cut mid-sentence is not a text of the task.
+
+    >>> whole_sentences("The food was cold. The waiter never came back and we")
+    'The food was cold.'
+    >>> whole_sentences("Too loud and too")
+    'Too loud and too'
+    """
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()].strip() if ends else text.strip()
+
+
+def few_shot(texts: Sequence[str], rng: np.random.Generator) -> list[str]:
+    """For each text, it and up to ``EXAMPLES - 1`` other distinct texts of ``texts``, one per
+    line (what ``{examples}`` shows).
+
+    >>> few_shot(["Cold food.", "Rude staff."], np.random.default_rng(0))
+    ['- Cold food.\\n- Rude staff.', '- Rude staff.\\n- Cold food.']
+    """
+    distinct = list(dict.fromkeys(texts))
+    shown = []
+    for text in texts:
+        drawn = rng.permutation(len(distinct))[:EXAMPLES]
+        others = [distinct[int(j)] for j in drawn if distinct[int(j)] != text]
+        shown.append("\n".join(f"- {t}" for t in [text, *others[: EXAMPLES - 1]]))
+    return shown
 
 
 @dataclass
@@ -232,6 +297,7 @@ class ChatClient:
         max_tokens: int = 96,
         temperature: float = 1.0,
         rate: float | None = None,
+        choices: int = 8,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: np.random.Generator | None = None,
@@ -240,6 +306,8 @@ class ChatClient:
             raise InputError("concurrency must be >= 1, retries and backoff >= 0")
         if rate is not None and not rate > 0:
             raise InputError(f"the request rate must be positive, got {rate}")
+        if not isinstance(choices, int) or choices < 1:
+            raise InputError(f"choices (replies a request) must be at least 1, got {choices!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key = os.environ.get(api_key_env)  # None: servers without authentication
@@ -252,6 +320,7 @@ class ChatClient:
         self.sleep = sleep
         self.usage = TokenUsage()
         self.tokens_field = "max_tokens"  # "max_completion_tokens" once the model asks for it
+        self.choices = choices  # 1 once the server refuses or ignores n > 1
         self._pacer = _Pacer(rate, sleep, clock)
         # (timing only: when a retry goes, never what is sent)
         self._jitter = jitter if jitter is not None else np.random.default_rng()
@@ -271,6 +340,11 @@ class ChatClient:
 
     def chat(self, messages: Sequence[dict[str, str]], seed: int | None = None) -> str:
         """The reply's text to one conversation (retried; ``ModelAPIError`` when it fails)."""
+        return self._complete(messages, seed, 1)[0]
+
+    def _complete(self, messages: Sequence[dict[str, str]], seed: int | None, n: int) -> list[str]:
+        """Up to ``n`` replies to one conversation in one request (one when the server refuses
+        ``n``, and from then on; fewer when it ignores it)."""
         problem = ""
         attempt = 0
         while attempt <= self.retries:
@@ -278,7 +352,7 @@ class ChatClient:
                 self.sleep(self._wait(attempt))
             attempt += 1
             try:
-                status, raw, retry_after = self._post(self._body(messages, seed))
+                status, raw, retry_after = self._post(self._body(messages, seed, n))
             except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
                 problem = f"cannot reach {self.url} ({getattr(error, 'reason', error)})"
                 continue
@@ -292,24 +366,30 @@ class ChatClient:
                 self.tokens_field = "max_completion_tokens"  # (the same request, not a retry)
                 attempt -= 1
                 continue
+            if status == 400 and n > 1:  # (servers that take one reply a request)
+                self.choices = n = 1
+                attempt -= 1
+                continue
             if status != 200:
                 raise ModelAPIError(
                     f"{self.url} answered HTTP {status}: {detail}; check base_url, model "
                     f"({self.model!r}) and the API key"
                 )
-            return self._reply(raw)
+            return self._replies(raw)
         raise ModelAPIError(
             f"{problem} after {self.retries + 1} attempts; start the server or fix base_url, "
             "then fit again with the same checkpoint folder to resume"
         )
 
-    def _body(self, messages: Sequence[dict[str, str]], seed: int | None) -> bytes:
+    def _body(self, messages: Sequence[dict[str, str]], seed: int | None, n: int) -> bytes:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
             self.tokens_field: self.max_tokens,
             "temperature": self.temperature,
         }
+        if n > 1:
+            payload["n"] = n
         if seed is not None:
             payload["seed"] = seed
         return json.dumps(payload).encode()
@@ -326,22 +406,68 @@ class ChatClient:
         with self._jitter_lock:
             return step / 2 + float(self._jitter.uniform(0, step / 2))
 
-    def _reply(self, raw: bytes) -> str:
+    def _replies(self, raw: bytes) -> list[str]:
+        """The texts of a completion's choices (a choice cut at the token limit keeps its whole
+        sentences)."""
         try:
             answer = json.loads(raw)
-            content = answer["choices"][0]["message"]["content"]
+            choices = answer["choices"]
+            contents = [(c["message"]["content"], c.get("finish_reason")) for c in choices]
+            if not contents:
+                raise IndexError
         except (ValueError, KeyError, IndexError, TypeError):
             raise ModelAPIError(
                 f"{self.url} answered with no chat completion in its JSON"
             ) from None
         self.usage.add(answer.get("usage") if isinstance(answer, dict) else None)
-        return content.strip() if isinstance(content, str) else ""
+        return [
+            ("" if not isinstance(text, str) else whole_sentences(text))
+            if finish == "length"
+            else (text.strip() if isinstance(text, str) else "")
+            for text, finish in contents
+        ]
 
     def chat_many(self, conversations: Sequence[Sequence[dict[str, str]]], seed: int) -> list[str]:
-        """Replies to many conversations, ``concurrency`` at a time, in order."""
+        """Replies to many conversations, ``concurrency`` requests at a time, in order.
+
+        A conversation asked several times goes in requests of up to :attr:`choices` replies
+        (the API's ``n``), so its prompt is sent and billed once a request; the rest is asked
+        again where a server answers fewer."""
+        groups: dict[str, list[int]] = {}
+        for i, conversation in enumerate(conversations):
+            groups.setdefault(json.dumps(list(conversation), sort_keys=True), []).append(i)
+        replies: list[str | None] = [None] * len(conversations)
+        pending = list(groups.values())
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(self.chat, c, seed + i) for i, c in enumerate(conversations)]
-            return [f.result() for f in futures]
+            while pending:
+                asks = sorted(
+                    (
+                        rows[start : start + self.choices]
+                        for rows in pending
+                        for start in range(0, len(rows), self.choices)
+                    ),
+                    key=lambda rows: rows[0],
+                )  # (in the order asked)
+                futures = [
+                    pool.submit(self._complete, conversations[rows[0]], seed + rows[0], len(rows))
+                    for rows in asks
+                ]
+                pending, failed = [], None
+                for rows, future in zip(asks, futures, strict=True):
+                    try:
+                        answered = future.result()[: len(rows)]
+                    except ModelAPIError as error:  # the others still finish, and are kept
+                        failed = failed or error
+                        continue
+                    for row, text in zip(rows, answered, strict=False):
+                        replies[row] = text
+                    if len(answered) < len(rows):  # a server that ignores n: one at a time
+                        self.choices = 1
+                        pending.append(rows[len(answered) :])
+                if failed is not None:
+                    failed.answered = {i: r for i, r in enumerate(replies) if r is not None}
+                    raise failed
+        return [r if r is not None else "" for r in replies]
 
 
 class Chat(Protocol):
@@ -380,6 +506,15 @@ class LLMTextAPI:
         self.reasks = reasks
         self.failures = 0
         self.reasked = 0
+
+    def keep_replies(self, path: str | Path) -> None:
+        """Keep every reply in ``path`` as it comes and read it back when the same request is
+        asked again (:class:`~safeshare.synth.pe.replies.StoredReplies`; PE's checkpoint calls
+        this, so a resumed step never pays for a reply twice)."""
+        from safeshare.synth.pe.replies import StoredReplies
+
+        inner = self.client.chat if isinstance(self.client, StoredReplies) else self.client
+        self.client = StoredReplies(inner, path)
 
     def for_label(self, label: str) -> LLMTextAPI:
         """The same client and prompts for another label (its own failure count)."""
@@ -426,11 +561,22 @@ class LLMTextAPI:
         return pd.DataFrame({self.column: self._checked(replies, fallback)})
 
     def vary(self, samples: pd.DataFrame, degree: float, rng: np.random.Generator) -> pd.DataFrame:
-        """Each text with a share ``degree`` of its words masked and refilled by the model."""
+        """Each text varied by the model: with the bundled prompts, a share ``degree`` of its
+        words masked and refilled (see :data:`PLACEHOLDERS` for the other ways)."""
         if not 0 < degree <= 1:
             raise InputError(f"degree must lie in (0, 1], got {degree}")
         texts = samples[self.column].astype(str).tolist()
-        replies = self._ask("vary", [{"masked": mask(t, degree, rng)} for t in texts], rng)
+        fields: list[dict[str, str]] = [
+            {"text": text, "words": str(len(text.split()))} for text in texts
+        ]
+        used = placeholders(self.prompts["vary.user"])  # (only what is shown draws randomness)
+        if "masked" in used:
+            for field, text in zip(fields, texts, strict=True):
+                field["masked"] = mask(text, degree, rng)
+        if "examples" in used:
+            for field, shown in zip(fields, few_shot(texts, rng), strict=True):
+                field["examples"] = shown
+        replies = self._ask("vary", fields, rng)
         out = samples.reset_index(drop=True).copy()
         out[self.column] = self._checked(replies, texts)
         return out
