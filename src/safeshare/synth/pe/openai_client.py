@@ -127,8 +127,8 @@ def placeholders(template: str) -> set[str]:
 
 
 def check_prompts(prompts: dict[str, str], where: str = "the prompts") -> None:
-    """Refuse prompts that lack a section, name an unknown placeholder or leave ``{masked}``
-    out of ``vary.user`` (the model would never see the text it varies).
+    """Refuse prompts that lack a section, name an unknown placeholder or show no sample in
+    ``vary.user`` (none of :data:`SHOWN`: the model would never see the text it varies).
 
     >>> check_prompts({"random.system": "", "random.user": "Write {topic}.",
     ...                "vary.system": "", "vary.user": "Fill: {masked}"}, "p.txt")
@@ -420,12 +420,7 @@ class ChatClient:
                 f"{self.url} answered with no chat completion in its JSON"
             ) from None
         self.usage.add(answer.get("usage") if isinstance(answer, dict) else None)
-        return [
-            ("" if not isinstance(text, str) else whole_sentences(text))
-            if finish == "length"
-            else (text.strip() if isinstance(text, str) else "")
-            for text, finish in contents
-        ]
+        return [_choice_text(text, finish) for text, finish in contents]
 
     def chat_many(self, conversations: Sequence[Sequence[dict[str, str]]], seed: int) -> list[str]:
         """Replies to many conversations, ``concurrency`` requests at a time, in order.
@@ -468,6 +463,13 @@ class ChatClient:
                     failed.answered = {i: r for i, r in enumerate(replies) if r is not None}
                     raise failed
         return [r if r is not None else "" for r in replies]
+
+
+def _choice_text(content: Any, finish: Any) -> str:
+    """A choice's text; cut at the token limit, up to its last whole sentence."""
+    if not isinstance(content, str):
+        return ""
+    return whole_sentences(content) if finish == "length" else content.strip()
 
 
 class Chat(Protocol):
