@@ -16,7 +16,10 @@ safeshare.errors.InputError: no local model at 'no/such/model': give a folder wi
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from safeshare.errors import InputError, MissingDependencyError
 
@@ -58,3 +61,17 @@ def package_gguf(module: str = SMOLLM2_MODULE, *, install: str = SMOLLM2) -> Pat
     if not files:
         raise MissingDependencyError(f"the package {install} holds no .gguf file; reinstall it")
     return files[0]
+
+
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' own loading bars off while a model loads: the commands draw their
+    progress, or none with ``--quiet``.  Imports transformers."""
+    bars: Any = importlib.import_module("transformers.utils.logging")
+    shown = bars.is_progress_bar_enabled()
+    bars.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            bars.enable_progress_bar()

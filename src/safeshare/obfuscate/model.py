@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from safeshare._local_models import SMOLLM2, model_files, package_gguf
+from safeshare._local_models import SMOLLM2, model_files, package_gguf, quiet_loading
 from safeshare.errors import InputError, MissingDependencyError
 
 INSTALL = "pip install 'safeshare[text]'"
@@ -140,21 +140,9 @@ def _loaded(
     """The tokenizer and network of ``folder`` (or its GGUF file), or one :class:`InputError`
     line when the files are not a model transformers can read.  transformers' own loading
     bar stays off: the commands draw their progress (or none, with ``--quiet``)."""
-    bars = transformers.utils.logging
-    shown = bars.is_progress_bar_enabled()
-    bars.disable_progress_bar()
     try:
-        if gguf is None:
-            kind = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
-            return (
-                transformers.AutoTokenizer.from_pretrained(str(folder)),
-                kind.from_pretrained(str(folder)),
-            )
-        options = {"local_files_only": True, "gguf_file": gguf}
-        return (
-            transformers.AutoTokenizer.from_pretrained(str(folder), **options),
-            transformers.AutoModelForCausalLM.from_pretrained(str(folder), **options),
-        )
+        with quiet_loading():
+            return _read(transformers, folder, gguf, causal)
     except ImportError as error:  # the gguf package, to read GGUF files
         raise MissingDependencyError(
             f"loading the GGUF file {gguf!r} needs a missing package ({error.name}); "
@@ -165,9 +153,20 @@ def _loaded(
             f"model {str(model)!r} could not be read as a model ({type(error).__name__}); pass "
             f"a model folder, a .gguf file, {DEFAULT_MODEL!r} or {SMOLLM2!r}"
         ) from None
-    finally:
-        if shown:
-            bars.enable_progress_bar()
+
+
+def _read(transformers: Any, folder: Path, gguf: str | None, causal: bool) -> tuple[Any, Any]:
+    if gguf is None:
+        kind = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
+        return (
+            transformers.AutoTokenizer.from_pretrained(str(folder)),
+            kind.from_pretrained(str(folder)),
+        )
+    options = {"local_files_only": True, "gguf_file": gguf}
+    return (
+        transformers.AutoTokenizer.from_pretrained(str(folder), **options),
+        transformers.AutoModelForCausalLM.from_pretrained(str(folder), **options),
+    )
 
 
 def _configured_length(folder: Path, network: Any) -> int:

@@ -395,6 +395,9 @@ def test_a_prompt_file_without_its_placeholders_is_refused(tmp_path, edit, messa
         ("This positive review provides information about a novel's style.", ""),
         ('--- "Thanks for offering a positive review on these items."', ""),
         ("Here is the review:\nThe staff were lovely.", "The staff were lovely."),
+        ('You could rephrase it to: "The soup was cold."', "The soup was cold."),
+        ('I would say: "Great staff, slow kitchen."', "Great staff, slow kitchen."),
+        ('My verdict: "meh" at best.', 'My verdict: "meh" at best.'),  # a text, kept whole
         ("Here is the best pizza in town.", "Here is the best pizza in town."),
         ("I can't recommend it enough.", "I can't recommend it enough."),
         ("I will never come back.", "I will never come back."),

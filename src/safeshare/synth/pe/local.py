@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from safeshare._local_models import model_files
+from safeshare._local_models import model_files, quiet_loading
 from safeshare.errors import InputError, MissingDependencyError
 from safeshare.synth.pe.openai_client import whole_sentences
 
@@ -112,8 +112,10 @@ class LocalChat:
         if gguf is not None:
             options["gguf_file"] = gguf
         try:
-            tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), **options)
-            model: Any = cast(Any, AutoModelForCausalLM).from_pretrained(str(folder), **options)
+            with quiet_loading():
+                tokenizer: Any = AutoTokenizer.from_pretrained(str(folder), **options)
+                auto: Any = AutoModelForCausalLM
+                model: Any = auto.from_pretrained(str(folder), **options)
         except ImportError as error:  # gguf / accelerate for GGUF files
             raise MissingDependencyError(
                 f"loading {str(self.path)!r} needs a missing package ({error}); install it with "

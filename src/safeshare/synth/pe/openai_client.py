@@ -603,18 +603,23 @@ _META = re.compile(
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"^(?:review|text|sentence|answer|output|rewritten(?: text)?)\s*:\s*", re.I)
+# a short lead-in and a colon before the text in quotes: 'You could rephrase it to: "..."'
+_QUOTED_AFTER_LEAD = re.compile(r'^[^"“:]{1,60}:\s*["“](?P<text>[^"“”]+)["”]\s*$')
 
 
 def clean_reply(reply: str, asked: str = "") -> str:
     r"""A reply's text, or "" when it is not a text of the task: no letters or digits, blanks
     left unfilled, a meta-reply or refusal ("I'll create a sentence based on your feedback",
     "As an AI..."), or the prompt ``asked`` copied back.  A preamble line ending in a colon
-    ("Here is the review:") and a leading label ("Review: ") are dropped first.
+    ("Here is the review:"), a leading label ("Review: ") and a short lead-in before a quoted
+    text ('I would say: "..."') are dropped first.
 
     >>> clean_reply('  "Great food."  '), clean_reply("..."), clean_reply("The _ was good")
     ('Great food.', '', '')
     >>> clean_reply("Here is the review:\nThe staff were lovely."), clean_reply("Review: Too loud.")
     ('The staff were lovely.', 'Too loud.')
+    >>> clean_reply('You could rephrase it to: "The food was too expensive for me."')
+    'The food was too expensive for me.'
     >>> clean_reply("I'll create a sentence based on your feedback."), clean_reply("I can't recommend it.")
     ('', "I can't recommend it.")
     """
@@ -622,6 +627,8 @@ def clean_reply(reply: str, asked: str = "") -> str:
     if len(lines) > 1 and lines[0].endswith(":"):
         lines = lines[1:]
     text = _LABEL.sub("", " ".join(lines).lstrip("-*#> ")).strip()
+    quoted = _QUOTED_AFTER_LEAD.match(text)
+    text = quoted["text"].strip() if quoted else text
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     if not any(c.isalnum() for c in text) or "_" in text.split() or _META.search(text):

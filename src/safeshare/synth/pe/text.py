@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from safeshare._local_models import quiet_loading
 from safeshare._progress import Progress, no_progress
 from safeshare.errors import InputError, MissingDependencyError
 
@@ -52,7 +53,8 @@ def _load_model(device: str) -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _shared_model(loader: Any, folder: str, device: str) -> Any:
-    return loader(folder, device=device)
+    with quiet_loading():
+        return loader(folder, device=device)
 
 
 class MiniLMEmbedder:
