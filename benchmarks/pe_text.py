@@ -65,7 +65,8 @@ from safeshare._local_models import package_gguf
 from safeshare.evaluate.text import frechet_distance, spread
 from safeshare.synth.pe.labels import LabelledEvolution
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import LLMTextAPI, load_prompts
+from safeshare.synth.pe.openai_client import LLMTextAPI
+from safeshare.synth.pe.prompting import load_prompts
 from safeshare.synth.pe.text import MiniLMEmbedder
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 

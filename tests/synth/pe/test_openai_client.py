@@ -19,7 +19,8 @@ import pytest
 
 from safeshare.errors import InputError, ModelAPIError
 from safeshare.synth.pe.backends import TextBackend
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, load_prompts
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.prompting import load_prompts
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -405,7 +406,7 @@ def test_a_prompt_file_without_its_placeholders_is_refused(tmp_path, edit, messa
     ],
 )
 def test_meta_replies_and_refusals_are_told_from_texts(reply: str, kept: str) -> None:
-    from safeshare.synth.pe.openai_client import clean_reply
+    from safeshare.synth.pe.prompting import clean_reply
 
     asked = 'Fill each blank "_" in this negative review with one or more words:\nthe _ was _'
     assert clean_reply(reply, asked) == kept

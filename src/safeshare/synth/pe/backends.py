@@ -34,13 +34,8 @@ from typing import Any
 from safeshare._local_models import SMOLLM2, package_gguf
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import (
-    ChatClient,
-    LLMTextAPI,
-    TokenUsage,
-    bundled_prompts,
-    load_prompts,
-)
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, TokenUsage
+from safeshare.synth.pe.prompting import bundled_prompts, load_prompts
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
 BACKENDS = ("word", "openai-compatible", "local")

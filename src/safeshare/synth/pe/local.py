@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from safeshare._local_models import model_files, quiet_loading
 from safeshare.errors import InputError, MissingDependencyError
-from safeshare.synth.pe.openai_client import whole_sentences
+from safeshare.synth.pe.prompting import whole_sentences
 
 INSTALL = "pip install 'safeshare[text]' (torch, transformers) and, for GGUF files, gguf accelerate"
 

@@ -50,9 +50,6 @@ class StoredReplies:
         self.reused = 0  # replies read back instead of asked
         self._known: dict[str, str] | None = None
 
-    def __getattr__(self, name: str) -> Any:  # the wrapped backend's settings and counts
-        return getattr(self.__dict__["chat"], name)
-
     def key(self, conversation: Sequence[dict[str, str]], seed: int) -> str:
         """The request's identity: conversation, seed and the model's public settings."""
         settings = {name: getattr(self.chat, name, None) for name in _SETTINGS}
