@@ -26,6 +26,12 @@ without DP (epsilon = infinity: shuffled batches, no clipping, no noise).  Print
   a synthetic set must not be) and the base model's own texts (no data at all);
 * CPU seconds of each phase and in all (goal: the case under 30 CPU minutes).
 
+``--users-of K`` makes the DP run user-level: the training texts, in their random order, are
+grouped into users of K texts each (a canary text is a user of its own), and the unit
+protected is the user (``FineTuner.train(..., users=...)``: Poisson sampling of users, each
+user's summed gradient clipped); the expected batch counts users, set so that it holds about
+``--batch-size`` texts.  The non-DP run and the base model are as without it.
+
 ``--case memorization`` shows what the canary audit can see: ``--audit-epochs`` epochs on
 ``--audit-texts`` texts plus the canaries, without DP (which may memorize them) and at
 (``--epsilon``, ``--delta``) (whose bound must stay below epsilon).
@@ -41,6 +47,7 @@ import math
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -51,6 +58,7 @@ from safeshare.synth.pe.text import MiniLMEmbedder
 from safeshare.train.extraction import draw_digit_canaries
 from safeshare.train.fine_tune import Base, Encoded, FineTuner, FineTuneSettings
 from safeshare.train.lm_audit import LanguageModelAudit, canary_readout
+from safeshare.train.user_level import UserColumn
 
 
 class Clock:
@@ -128,6 +136,24 @@ def run_set(name: str, base: Base, args: argparse.Namespace) -> dict[str, float]
         f"texts cut to {args.context - 1} tokens; settings {settings}",
         flush=True,
     )
+    users, dp_tuner = None, tuner
+    if args.users_of:  # users of K training texts; each canary text a user of its own
+        k = args.users_of
+        first = (len(training) - 1) // k + 1  # the canary users' first id
+        ids = np.concatenate(
+            [np.arange(len(training)) // k, first + np.arange(len(data) - len(training))]
+        )
+        users = UserColumn(ids, "user", max_records_per_user=k)
+        count = int(ids.max()) + 1
+        dp_tuner = FineTuner(
+            base,
+            replace(settings, batch_size=max(1, round(settings.batch_size * count / len(data)))),
+        )
+        print(
+            f"  DP run at user level: {count} users (training texts in users of {k}, each "
+            f"canary its own), {dp_tuner.settings.batch_size} users per batch expected",
+            flush=True,
+        )
     base_model = tuner.untrained()
     perplexities = {"base": clock.time("evaluation", base_model.perplexity, test)}
     sampled = {"base": clock.time("sampling", base_model.generate, args.synthetic, seed=1)}
@@ -137,11 +163,12 @@ def run_set(name: str, base: Base, args: argparse.Namespace) -> dict[str, float]
             warnings.simplefilter("ignore")
             model = clock.time(
                 f"training ({run})",
-                tuner.train,
+                dp_tuner.train if run == "dp" else tuner.train,
                 encoded,
                 epsilon=epsilon,
                 delta=args.delta,
                 seed=int(rng.integers(2**62)),
+                **({"users": users} if run == "dp" and users is not None else {}),
             )
         perplexities[run] = clock.time("evaluation", model.perplexity, test)
         sampled[run] = clock.time("sampling", model.generate, args.synthetic, seed=1)
@@ -160,7 +187,8 @@ def run_set(name: str, base: Base, args: argparse.Namespace) -> dict[str, float]
             steps = model.card["privacy"]["steps"]
     reduction = 1 - perplexities["dp"] / perplexities["base"]
     print(
-        f"  held-out perplexity: base {perplexities['base']:.1f}, DP (epsilon {args.epsilon:g}, "
+        f"  held-out perplexity: base {perplexities['base']:.1f}, DP"
+        f"{f' per user of {args.users_of} texts' if args.users_of else ''} (epsilon {args.epsilon:g}, "
         f"delta {args.delta:g}; noise multiplier {noise:.3f}, {steps} steps) "
         f"{perplexities['dp']:.1f}, no DP {perplexities['no dp']:.1f}"
     )
@@ -234,6 +262,7 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--users-of", type=int, default=0, help="DP per user of K texts")
     parser.add_argument(
         "--case", default="fine-tuning", choices=("fine-tuning", "memorization"),
         help="fine-tuning: perplexity, audits and texts at the settings; memorization: the "

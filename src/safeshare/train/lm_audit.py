@@ -46,7 +46,7 @@ from safeshare.train.language_model import (
 )
 from safeshare.train.membership import LOW_FPRS, MembershipAttack, loss_threshold_attack
 from safeshare.train.text import check_texts
-from safeshare.train.user_level import user_codes, with_canary_users
+from safeshare.train.user_level import UserColumn, user_codes, with_canary_users
 
 
 def _resolvable(nonmembers: int) -> tuple[float, ...]:
@@ -194,8 +194,6 @@ def audit_language_model(
     texts = check_texts(texts, text_column)
     if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
         raise InputError(f"copies must be a whole number >= 1, got {copies!r}")
-    if base is not None and users is not None:
-        raise InputError("fine-tuning protects one text; a user-level audit needs the byte model")
     coded = None if users is None else user_codes(users, len(texts))
     drawn = draw_digit_canaries(canaries, digits=digits, template=template, rng=rng)
     _check_both_sides(drawn)  # before any training
@@ -207,6 +205,8 @@ def audit_language_model(
         owners = with_canary_users(*coded, int(drawn.inserted.sum()), copies)
     delta = 1.0 / (10 * len(data)) if delta is None else delta
     seed = int(rng.integers(2**62))
+    # without DP there is no unit to protect: the copies train as plain texts
+    unit = None if owners is None or target_epsilon is None else "user"
     model: LanguageModel | FineTunedModel
     if base is not None:
         if settings is not None and not isinstance(settings, FineTuneSettings):
@@ -219,6 +219,7 @@ def audit_language_model(
             seed=seed,
             progress=progress,
             text_column=text_column,
+            users=None if unit is None else UserColumn(owners, unit, max_records_per_user),
         )
     else:
         if settings is not None and not isinstance(settings, LanguageModelSettings):
@@ -231,9 +232,8 @@ def audit_language_model(
             text_column=text_column,
             seed=seed,
             progress=progress,
-            # without DP there is no unit to protect: the copies train as plain texts
-            user_column=None if owners is None or target_epsilon is None else "user",
-            users=None if target_epsilon is None else owners,
+            user_column=unit,
+            users=None if unit is None else owners,
             max_records_per_user=max_records_per_user,
         )
     if progress is not None:

@@ -7,9 +7,11 @@ privacy, which degrades with the group's size.  Here the unit is the user:
   expected users per batch, ``U`` the number of users), and takes all their records;
 * a sampled user's gradient is the **sum** of the per-record gradients of their records
   (``torch.func``: ``vmap`` of ``grad`` of a per-record loss, :class:`PerRecord`: a
-  classifier's cross-entropy, a sequence's mean token loss, ...), clipped as a whole to
-  norm ``C``; the records run in chunks (``PerRecord.chunk``) so that a step's memory is
-  chunk x parameters, not batch x parameters;
+  classifier's cross-entropy, a sequence's mean token loss, ...; or, for a network whose
+  trained parameters are all Linear layers such as low-rank adapters, formed from the
+  layers' inputs and output gradients in one ordinary backward pass,
+  :class:`LinearPerRecord`), clipped as a whole to norm ``C``; the records run in chunks
+  so that a step's memory does not grow with the records per batch;
 * Gaussian noise of scale ``sigma * C`` is added to the sum over users, and the result
   divided by ``B``;
 * the accountant sees ``U`` units, rate ``q`` and the steps taken.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,6 +53,17 @@ class Users:
     user: np.ndarray
     users: int
     dropped: int
+
+
+@dataclass(frozen=True)
+class UserColumn:
+    """Whose records a run trains on: one user id per record, the column the ids come from
+    (named in the card, never an id) and the records each user keeps at most (drawn at
+    random; bounds a step's memory, not the guarantee)."""
+
+    ids: Any
+    column: str
+    max_records_per_user: int = 64
 
 
 def count_users(ids: Any, max_records_per_user: int) -> int:
@@ -220,11 +234,81 @@ class PerRecord:
     chunk: int = 256
 
     def __post_init__(self) -> None:
-        if isinstance(self.chunk, bool) or not isinstance(self.chunk, int) or self.chunk < 1:
-            raise InputError(f"chunk must be a positive whole number, got {self.chunk!r}")
+        _check_chunk(self.chunk)
+
+    def clipped_sum(
+        self, module: Any, inputs: Any, targets: Any, group: Any, groups: int, clip: float
+    ) -> tuple[dict[str, Any], Any]:
+        """:func:`clipped_user_sum` with this way of finding a record's loss."""
+        return clipped_user_sum(module, inputs, targets, group, groups, clip, self)
+
+
+def _check_chunk(chunk: object) -> None:
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise InputError(f"chunk must be a positive whole number, got {chunk!r}")
 
 
 CLASSIFIER = PerRecord()
+
+
+@dataclass(frozen=True)
+class LinearPerRecord:
+    """Per-user clipping for a network whose trainable parameters all sit in Linear layers
+    (e.g. low-rank adapters on a frozen model), without ``torch.func``: each record's
+    gradient is formed from :class:`~safeshare.train.clipping.LinearGhostClipping`'s hooks
+    in one ordinary backward pass, then summed per user.
+
+    ``losses(output, labels)``: one loss per record (shape: records); ``trim`` and
+    ``chunk`` as :class:`PerRecord`'s.  A step holds (sampled users + chunk) x trainable
+    parameters numbers.
+    """
+
+    losses: Callable[..., Any]
+    trim: Callable[[tuple[Any, ...], Any], tuple[tuple[Any, ...], Any]] | None = None
+    chunk: int = 64
+
+    def __post_init__(self) -> None:
+        _check_chunk(self.chunk)
+
+    def clipped_sum(
+        self, module: Any, inputs: Any, targets: Any, group: Any, groups: int, clip: float
+    ) -> tuple[dict[str, Any], Any]:
+        """The sum over ``groups`` users of each user's summed per-record gradient, clipped
+        to ``clip`` (as :func:`clipped_user_sum`); ``inputs``: the one feature tensor."""
+        torch, _ = require_torch()
+        from safeshare.train.clipping import LinearGhostClipping
+
+        (features,) = _as_inputs(inputs)
+        named = {id(p): k for k, p in module.named_parameters() if p.requires_grad}
+        group = torch.as_tensor(group, dtype=torch.long, device=targets.device)
+        per_user = {
+            k: torch.zeros((groups, *p.shape), dtype=p.dtype, device=p.device)
+            for k, p in module.named_parameters()
+            if p.requires_grad
+        }
+        with LinearGhostClipping(module, clip) as clipping:
+            for start in range(0, int(targets.shape[0]), self.chunk):
+                chunk_x, chunk_y = (
+                    (features[start : start + self.chunk],),
+                    targets[start : start + self.chunk],
+                )
+                if self.trim is not None:
+                    chunk_x, chunk_y = self.trim(chunk_x, chunk_y)
+                owners = group[start : start + self.chunk]
+                losses = partial(self.losses, labels=chunk_y)
+                for parameter, grads in clipping.record_gradients(chunk_x[0], losses):
+                    per_user[named[id(parameter)]].index_add_(0, owners, grads)
+        first = next(iter(per_user.values()))
+        squared = torch.zeros(groups, dtype=first.dtype, device=first.device)
+        for g in per_user.values():
+            squared += g.flatten(1).square().sum(dim=1)
+        norms = squared.sqrt()
+        factors = (clip / (norms + _STABILITY)).clamp(max=1.0)
+        summed = {
+            k: (g * factors.view(-1, *([1] * (g.dim() - 1)))).sum(dim=0)
+            for k, g in per_user.items()
+        }
+        return summed, norms
 
 
 def _as_inputs(features: Any) -> tuple[Any, ...]:
@@ -315,7 +399,7 @@ def run_user_dpsgd(
     generator: Any,
     seeded: bool,
     progress: Callable[[str, float], None] | None = None,
-    per_record: PerRecord = CLASSIFIER,
+    per_record: PerRecord | LinearPerRecord = CLASSIFIER,
     device: Any = "auto",
 ) -> DPSGDRun:
     """Train ``module`` in place with DP-SGD at user level (see the module's docstring).
@@ -365,7 +449,7 @@ def _user_steps(
     generator: Any,
     noise: Any,
     progress: Callable[[str, float], None] | None,
-    per_record: PerRecord,
+    per_record: PerRecord | LinearPerRecord,
 ) -> tuple[float, float, int]:
     """The steps of :func:`run_user_dpsgd` on the module's device: (sigma, epsilon, steps)."""
     torch, _ = require_torch()
@@ -386,14 +470,13 @@ def _user_steps(
         rows = chosen[owner].nonzero().squeeze(1)
         sampled = int(chosen.sum())
         if sampled:
-            summed, _ = clipped_user_sum(
+            summed, _ = per_record.clipped_sum(
                 module,
                 tuple(x[rows] for x in inputs),
                 labels[rows],
                 position[owner[rows]],
                 sampled,
                 clip,
-                per_record,
             )
         for name, parameter in named:
             drawn = torch.normal(
