@@ -5,9 +5,13 @@
 
 The byte-level language model (``safeshare.train.language_model``) is piloted on one split
 of a set's texts: short DP-SGD runs at ``--pilot-widths`` x ``--pilot-ratios`` (noise-batch
-ratios), the steps alternating between ``--pilot-steps``, each scored by its mean loss per
-byte on held-out texts.  The loss model (``safeshare.train.loss_model``, with the size
-terms) is fitted to them and states its leave-one-out error.  Then ``plan_compute`` lists
+ratios spread over the plan's), the steps alternating between ``--pilot-steps`` and the
+noise multipliers between ``--pilot-sigmas`` (by default the plan's least and greatest, so
+that a pilot's batch is not fixed by its ratio alone), each scored by its mean loss per
+byte on held-out texts, along the way too (a learning curve).  The loss model
+(``safeshare.train.loss_model``, with the size terms) is fitted to them each way it can be
+(compute counted in steps or in records processed, with or without the learning curves),
+keeps the way with the least leave-one-out error on the pilots, and states that error.  Then ``plan_compute`` lists
 the configurations a compute budget (``--flops``) allows for ``--widths`` (model sizes the
 pilots did not use) and ``--batch-sizes`` at (``--epsilon``, ``--delta``); every one of
 them is trained for real, at its planned steps and noise, and scored as the pilots were.
@@ -15,7 +19,9 @@ Printed: each configuration's predicted and measured loss, the Spearman rank cor
 the mean absolute error beside the spread from the best to the median configuration
 (issue goals: rho >= 0.8, error below the spread), and the same figures for the baselines
 that would embarrass the model: a constant prediction (the pilots' mean loss) and the
-ranking by sigma/B alone.  CPU seconds of the pilots and the held-out runs are printed.
+ranking by sigma/B alone; and, for each way of fitting, its pilots' error beside its
+held-out figures (what choosing by the pilots missed).  CPU seconds of the pilots and the
+held-out runs are printed.
 
 SMS is the set the pilot grid was chosen on; the reviews (UCI sentiment: Amazon, IMDb and
 Yelp sentences) were not tuned on.  The pilots and this benchmark read the texts without DP.
@@ -94,10 +100,14 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
     )
     ratios = [c.noise_batch_ratio for c in plan.candidates]
     pilot_ratios = np.geomspace(min(ratios) / 1.2, max(ratios) * 1.2, args.pilot_ratios)
+    sigmas = [c.noise_multiplier for c in plan.candidates]  # the plan's, before any data
     grid = language_model_pilot_grid(
         [int(w) for w in args.pilot_widths.split(",")],
         [float(r) for r in pilot_ratios],
         [int(s) for s in args.pilot_steps.split(",")],
+        (min(sigmas), max(sigmas))
+        if args.pilot_sigmas == "plan"
+        else [float(s) for s in args.pilot_sigmas.split(",")],
     )
     started = time.process_time()
     with warnings.catch_warnings():
@@ -109,15 +119,24 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
     pilot_cpu = time.process_time() - started
     model = LossModel.fit(study.points())
     ranked = rank_by_loss(plan, model)
+    # every way of fitting the planner tried, each to be scored on the held-out runs too
+    variants = {
+        (compute, curves): LossModel.fit(study.points(), compute=compute, curves=curves)
+        for compute, curves, _ in model.tried
+    }
     print(
         f"\n{name}: {len(train)} training texts, {len(held_out)} held out; {len(grid)} pilots "
-        f"(widths {args.pilot_widths}, {len(pilot_ratios)} ratios, steps {args.pilot_steps}) in "
-        f"{pilot_cpu:.0f} CPU s; loss model leave-one-out error {model.error:.4f} nats/byte, "
-        f"exponents c {model.c:g}, h {model.h:g}, g {model.g:g}"
+        f"(widths {args.pilot_widths}, {len(pilot_ratios)} ratios, steps {args.pilot_steps}, "
+        f"noise multipliers {sorted({p.noise_multiplier for p in grid})}) in "
+        f"{pilot_cpu:.0f} CPU s, {len(study.points())} points with their learning curves; loss "
+        f"model (T = {model.compute}, {'with' if model.curves else 'without'} the curves, "
+        f"the least leave-one-out error of {len(model.tried)} ways) error {model.error:.4f} "
+        f"nats/byte, exponents c {model.c:g}, e {model.e:g}, h {model.h:g}, g {model.g:g}"
         + (f"; ranking refused: {ranked.refused}" if ranked.refused else ""),
         flush=True,
     )
     predicted, measured, by_ratio = [], [], []
+    by_variant: dict[tuple[str, bool], list[float]] = {key: [] for key in variants}
     started = time.process_time()
     print(
         f"  {'width':>5} {'params':>7} {'batch':>5} {'steps':>5} {'sigma':>7} {'sigma/B':>9} "
@@ -130,6 +149,15 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
             loss = measured_loss(train, held_out, candidate, width, args)
         predicted.append(prediction.loss)
         measured.append(loss)
+        for key, variant in variants.items():
+            by_variant[key].append(
+                variant.predict(
+                    candidate.noise_batch_ratio,
+                    candidate.steps,
+                    candidate.parameters,
+                    candidate.batch_size,
+                )
+            )
         by_ratio.append(candidate.noise_batch_ratio)
         print(
             f"  {width:>5} {candidate.parameters:>7} {candidate.batch_size:>5} "
@@ -150,6 +178,14 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
         f"best to median {spread:.4f} (goal: error below it); {len(m)} configurations over "
         f"{len(sizes)} sizes in {runs_cpu:.0f} CPU s"
     )
+    for (compute, curves), guesses in by_variant.items():  # what the choice by pilots missed
+        g = np.array(guesses)
+        print(
+            f"    T = {compute:<7} {'with' if curves else 'without'} curves: leave-one-out "
+            f"{variants[compute, curves].error:.4f}, held-out Spearman "
+            f"{float(spearmanr(g, m).statistic):.3f}, error {mae(g, m):.4f}"
+            + ("  (chosen)" if (compute, curves) == (model.compute, model.curves) else "")
+        )
     if args.out is not None:  # the pilots and the held-out runs, to refit other forms later
         record = {
             "set": name,
@@ -183,6 +219,12 @@ def main() -> int:
     parser.add_argument("--pilot-widths", default="32,64,128")
     parser.add_argument("--pilot-ratios", type=int, default=4)
     parser.add_argument("--pilot-steps", default="60,180,540")
+    parser.add_argument(
+        "--pilot-sigmas",
+        default="plan",
+        help="the pilots' noise multipliers, alternating (plan: the candidates' least and "
+        "greatest; 2 was the pilots' one before)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--out", type=Path, default=None, help="append each set's pilots and runs (JSON lines)"

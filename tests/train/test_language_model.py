@@ -126,6 +126,29 @@ def test_dp_at_small_epsilon_does_not_memorize_canaries(tmp_path: Path) -> None:
     assert card["privacy"]["guarantee"].endswith("-DP") and card["training"]["seeded"] is True
 
 
+def test_a_learning_curve_scores_every_step_and_leaves_the_training_as_it_was() -> None:
+    import torch
+
+    texts = sms_texts()[:200]
+    settings = LanguageModelSettings(**{**SMALL.__dict__, "epochs": 1.0, "batch_size": 40})
+    plain = train_language_model(texts, epsilon=4.0, settings=settings, seed=5)
+    seen: list[tuple[int, float, bool]] = []
+
+    def score(taken: int, model: LanguageModel) -> None:
+        seen.append((taken, float(model.losses(texts[:20]).mean()), model.module.training))
+
+    curved = train_language_model(texts, epsilon=4.0, settings=settings, seed=5, after_step=score)
+    assert [t for t, _, _ in seen] == list(range(1, curved.card["privacy"]["steps"] + 1))
+    assert not any(training for _, _, training in seen)  # scored in evaluation mode
+    # scoring neither draws randomness nor leaves the module out of training mode
+    for a, b in zip(plain.module.parameters(), curved.module.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert seen[-1][1] == pytest.approx(float(curved.losses(texts[:20]).mean()), rel=1e-6)
+    assert seen[0][1] > seen[-1][1]  # the held texts' loss falls from the first step
+    with pytest.raises(InputError, match="record-level DP"):
+        train_language_model(texts, epsilon=None, settings=settings, after_step=score)
+
+
 def test_bad_texts_name_the_column_never_a_text() -> None:
     with pytest.raises(InputError, match="'body' is empty"):
         train_language_model([None, None], epsilon=None, text_column="body")

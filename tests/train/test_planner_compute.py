@@ -153,15 +153,19 @@ def test_language_model_pilots_span_sizes_and_fit_the_sized_model():
     ]
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(words, size=8)) for _ in range(60)]
-    grid = language_model_pilot_grid([8, 24], [0.02, 0.05, 0.1, 0.2], steps=(4, 12))
+    grid = language_model_pilot_grid([8, 24], [0.02, 0.05, 0.1, 0.2], steps=(4, 40))
     study = run_language_model_pilots(
         texts[:48], grid, held_out=texts[48:], context=32, rng=np.random.default_rng(1)
     )
     assert len(study.runs) == 8 and study.describe()["differentially_private"] is False
+    # each 40-step pilot was also scored at 20 steps (the floor), the 4-step ones never
+    assert {r.steps: tuple(s for s, _ in r.curve) for r in study.runs} == {4: (), 40: (20,)}
+    assert len(study.points()) == 8 + 4 and {p.run for p in study.points()} == set(range(8))
+    assert "learning_curve" in study.describe()["runs"][1]
     sizes = sorted({r.parameters for r in study.runs})
     assert len(sizes) == 2 and sizes[0] < sizes[1]
     assert all(np.isfinite(r.loss) and 0 < r.loss < 10 for r in study.runs)
-    assert {r.steps for r in study.runs} == {4, 12}
+    assert {r.steps for r in study.runs} == {4, 40}
     model = LossModel.fit(study.points())
     assert model.sized and np.isfinite(model.error)
     with pytest.raises(InputError, match="at least 40 texts"):

@@ -94,6 +94,60 @@ def test_the_fit_recovers_a_known_curve():
     assert model.predict(5e-3, 1000) == pytest.approx(0.2 + 0.1 * 1.25**1.5 + 0.02, rel=1e-6)
 
 
+def test_learning_curves_pin_how_the_loss_falls_with_the_steps():
+    def law(r: float, t: int) -> float:  # the loss falls as steps ** -0.5, not 1 / steps
+        return 0.2 + 0.1 * (r / 4e-3) ** 1.5 + 2.0 / t**0.5
+
+    runs = [(1e-3, 60), (2e-3, 180), (4e-3, 60), (8e-3, 180), (1.6e-2, 60), (3e-3, 180)]
+    curves = [
+        PilotPoint(r, s, law(r, s), run=i)
+        for i, (r, t) in enumerate(runs)
+        for s in (t // 4, t // 2, t)
+    ]
+    blind, seeing = LossModel.fit(curves, curves=False), LossModel.fit(curves, curves=True)
+    assert blind.e == 1.0  # two numbers of steps cannot show the exponent
+    assert seeing.e == pytest.approx(0.5) and seeing.error < 1e-6 and seeing.curves
+    far = law(5e-3, 2000)
+    assert seeing.predict(5e-3, 2000) == pytest.approx(far, rel=1e-6)
+    assert abs(blind.predict(5e-3, 2000) - far) > 0.05
+    described = seeing.describe()
+    assert described["pilots"] == 6 and described["points"] == 18
+    assert "learning curve" in described["points_fitted"]
+    # both fit the pilots' results exactly: left to itself the fit keeps the simpler
+    chosen = LossModel.fit(curves)
+    assert not chosen.curves and [(c, k) for c, k, _ in chosen.tried] == [
+        ("steps", False),
+        ("steps", True),
+    ]
+    # a curve's points are left out together: 5 runs (of 15 points) still refused
+    with pytest.raises(InputError, match="at least 5 pilot runs"):
+        LossModel.fit([p for p in curves if p.run < 4])
+
+
+def test_compute_counted_in_records_where_the_loss_follows_them():
+    """At a fixed number of records processed, a larger batch takes fewer steps: a loss that
+    falls with the records (not the steps) is found, and chosen by its leave-one-out error."""
+
+    def law(r: float, records: int) -> float:
+        return 0.3 + 0.05 * (r / 4e-3) + 30.0 / records**0.5
+
+    runs = [(1e-3, 60, 512), (2e-3, 180, 64), (4e-3, 60, 256), (8e-3, 180, 32), (1.6e-2, 60, 128),
+            (3e-3, 180, 16), (6e-3, 120, 400)]  # fmt: skip
+    points = [PilotPoint(r, t, law(r, t * b), batch_size=b) for r, t, b in runs]
+    model = LossModel.fit(points)
+    assert model.compute == "records" and model.error < 1e-6
+    assert model.describe()["T"].startswith("records processed")
+    assert model.predict(5e-3, 1000, batch_size=64) == pytest.approx(law(5e-3, 64_000), rel=1e-5)
+    steps_only = [e for c, _, e in model.tried if c == "steps"]
+    assert steps_only and min(steps_only) > 0.01  # steps alone cannot follow it
+    with pytest.raises(InputError, match="give batch_size"):
+        model.predict(5e-3, 1000)
+    without_batches = [PilotPoint(r, t, law(r, t * b)) for r, t, b in runs]
+    assert LossModel.fit(without_batches).compute == "steps"
+    with pytest.raises(InputError, match="needs every pilot's batch size"):
+        LossModel.fit(without_batches, compute="records")
+
+
 def test_too_few_pilots_or_ratios_are_refused():
     with pytest.raises(InputError, match="at least 5 pilot runs"):
         LossModel.fit([PilotPoint(1e-3 * (i + 1), 50, 0.5) for i in range(4)])

@@ -268,9 +268,10 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
 
         m = plan.loss_model
         stdout.print(
-            f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {m['formula']}, fitted to "
-            f"{m['pilots']} pilot runs (a={m['a']:.3g}, b={m['b']:.3g}, c={m['c']:.3g}, "
-            f"d={m['d']:.3g}, r0={m['r0']:.3g}); ± is its leave-one-out RMS error; * marks a "
+            f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {m['formula']}, T = "
+            f"{m['T']}, fitted to {m['pilots']} pilot runs (a={m['a']:.3g}, b={m['b']:.3g}, "
+            f"c={m['c']:.3g}, d={m['d']:.3g}, e={m['e']:.3g}, r0={m['r0']:.3g}); ± is its "
+            "leave-one-out RMS error; * marks a "
             "σ/B outside the pilots' range, † steps outside theirs (extrapolated). The privacy "
             "figures are exact."
         )

@@ -216,6 +216,23 @@ class DPSGDRun:
         }
 
 
+@dataclass(frozen=True)
+class _StepReport:
+    """What follows each step: progress every 20 steps, and the caller's ``after_step``."""
+
+    steps: int
+    module: Any
+    progress: Callable[[str, float], None] | None
+    after_step: Callable[[int], None] | None
+
+    def __call__(self, taken: int) -> None:
+        if self.progress is not None and taken % 20 == 0:
+            self.progress("DP-SGD steps", taken / self.steps)
+        if self.after_step is not None:
+            self.after_step(taken)
+            self.module.train()  # the caller may have scored it in evaluation mode
+
+
 def run_dpsgd(
     module: Any,
     features: Any,
@@ -228,6 +245,7 @@ def run_dpsgd(
     progress: Callable[[str, float], None] | None = None,
     device: Any = "auto",
     record_losses: RecordLosses | None = None,
+    after_step: Callable[[int], None] | None = None,
 ) -> DPSGDRun:
     """Train ``module`` in place on tensors (features, labels) with cross-entropy under DP-SGD.
 
@@ -239,7 +257,9 @@ def run_dpsgd(
     ``device`` (a name or a ``torch.device``): where the steps run; ``module`` is handed
     back on the CPU.  ``record_losses`` (linear-ghost clipping only): each record's loss
     from the module's output, when it is not the classifier's cross-entropy, e.g. a
-    sequence's mean token loss (with 2-d labels).
+    sequence's mean token loss (with 2-d labels).  ``after_step(steps_taken)`` is called
+    after every step, the module on the training device (e.g. to score it along the way for
+    a learning curve); the module is put back in training mode after it.
     """
     torch, _ = require_torch()
     from opacus import PrivacyEngine
@@ -287,6 +307,7 @@ def run_dpsgd(
         engine = PrivacyEngine(secure_mode=secure)
     on_device = tuple(x.to(target) for x in inputs), labels.to(target)
     module.to(target)
+    report = _StepReport(steps, module, progress, after_step)
     try:
         if settings.clipping == "linear-ghost":
             taken = _run_linear_ghost(
@@ -300,7 +321,7 @@ def run_dpsgd(
                 # Opacus's choice in make_private: its secure generator, else the caller's
                 noise_generator=engine.secure_rng if secure else noise_generator(target, generator),
                 secure=secure,
-                progress=progress,
+                report=report,
                 record_losses=record_losses or CLASSIFIER_LOSSES,
             )
         else:
@@ -313,7 +334,7 @@ def run_dpsgd(
                 optimizer=make_optimizer(module.parameters()),
                 noise_multiplier=sigma,
                 noise_generator=None if secure else noise_generator(target, generator),
-                progress=progress,
+                report=report,
             )
     finally:
         module.to("cpu")
@@ -430,7 +451,7 @@ def _run_opacus(
     optimizer: Any,
     noise_multiplier: float,
     noise_generator: Any,
-    progress: Callable[[str, float], None] | None,
+    report: _StepReport,
 ) -> int:
     """Opacus's ghost clipping or per-sample hooks: any architecture Opacus supports.
 
@@ -459,7 +480,7 @@ def _run_opacus(
     with warnings.catch_warnings():
         # ghost clipping's double backward on inputs that need no gradient: expected, harmless
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        taken = _steps(model, optimizer, criterion, loader, tensors, settings.steps, progress)
+        taken = _steps(model, optimizer, criterion, loader, tensors, settings.steps, report)
     remove_hooks = getattr(model, "remove_hooks", None)
     if callable(remove_hooks):  # leave the caller's module as it was, without Opacus's hooks
         remove_hooks()
@@ -473,7 +494,7 @@ def _steps(
     loader: Any,
     tensors: tuple[tuple[Any, ...], Any],
     steps: int,
-    progress: Callable[[str, float], None] | None,
+    report: _StepReport,
 ) -> int:
     """Exactly ``steps`` optimizer steps over Poisson batches (the accounted number)."""
     torch, _ = require_torch()
@@ -494,8 +515,7 @@ def _steps(
             loss.backward()
             optimizer.step()
             taken += 1
-            if progress is not None and taken % 20 == 0:
-                progress("DP-SGD steps", taken / steps)
+            report(taken)
     return taken
 
 
@@ -510,7 +530,7 @@ def _run_linear_ghost(
     noise_multiplier: float,
     noise_generator: Any,
     secure: bool,
-    progress: Callable[[str, float], None] | None,
+    report: _StepReport,
     record_losses: RecordLosses,
 ) -> int:
     """Our one-pass clipping for Linear networks; the noise and the step are Opacus's.
@@ -563,8 +583,7 @@ def _run_linear_ghost(
                     )
                 private.step()
                 taken += 1
-                if progress is not None and taken % 20 == 0:
-                    progress("DP-SGD steps", taken / settings.steps)
+                report(taken)
     return taken
 
 

@@ -210,11 +210,12 @@ class LanguageModel:
         longest = max((len(encode_bytes(t)) for t in texts), default=1)
         width = max(1, min(self.context, longest))
         out = np.zeros(len(texts), dtype=np.float64)
+        place = next(self.module.parameters()).device  # the training device, mid-training
         self.module.eval()
         with torch.no_grad():
             for start in range(0, len(texts), chunk):
                 ids, labels, _ = sequences(texts[start : start + chunk], width)
-                logits = self.module(ids)
+                logits = self.module(ids.to(place)).cpu()
                 loss = torch.nn.functional.cross_entropy(
                     logits.transpose(1, 2), labels, ignore_index=IGNORED, reduction="none"
                 )
@@ -278,6 +279,7 @@ def train_language_model(
     users: Any = None,
     max_records_per_user: int = 64,
     device: str = "auto",
+    after_step: Callable[[int, LanguageModel], None] | None = None,
 ) -> LanguageModel:
     """Train the byte-level LM on ``texts`` under (epsilon, delta)-DP, unit = one text.
 
@@ -291,11 +293,16 @@ def train_language_model(
     token loss, as at record level): ``settings.batch_size`` is then the expected users per
     batch, ``delta`` defaults to 1 / (10 x users) and each user keeps at most
     ``max_records_per_user`` texts (drawn at random).  User-level training needs DP.
+
+    ``after_step(steps_taken, model)`` (record-level DP runs) sees the model in training
+    after every step, e.g. to score a learning curve (its card is still empty).
     """
     torch, opacus = require_torch()
     place = resolve_device(device)
     settings = settings or LanguageModelSettings()
     texts = check_texts(texts, text_column)
+    if after_step is not None and (epsilon is None or users is not None or user_column):
+        raise InputError("after_step follows record-level DP training only")
     if users is not None or user_column is not None:
         return _train_users(
             texts,
@@ -334,6 +341,9 @@ def train_language_model(
             seeded=seeded,
             progress=progress,
             device=place,
+            after_step=None
+            if after_step is None
+            else lambda taken: after_step(taken, LanguageModel(module, settings, {})),
         )
         privacy = {
             **run.privacy(),

@@ -4,19 +4,31 @@ The DP scaling laws (McKenna et al. 2025) treat the loss of DP-SGD as a function
 noise-batch ratio r = sigma / B (the noise on the averaged gradient, in clipping-norm
 units), of the compute (steps) and of the model's size.  Here, with T the number of steps::
 
-    loss(r, T) = a + b * (r / r0) ** c + d / T        a, b, d >= 0,  c in [0.2, 3]
+    loss(r, T) = a + b * (r / r0) ** c + d * (T / T0) ** -e
 
-and, when the pilots span several model sizes N (parameters)::
+a, b, d >= 0, c in [0.2, 3], e in [0.2, 1.5] (1 where the pilots have only two numbers of
+steps: a curve needs three); and, when the pilots span several model
+sizes N (parameters)::
 
-    loss(r, T, N) = a + b * (r / r0) ** c * (N / N0) ** h + d / T + f * (N0 / N) ** g
+    loss(r, T, N) = a + b * (r / r0) ** c * (N / N0) ** h + d * (T / T0) ** -e
+                    + f * (N0 / N) ** g
 
 (the noise hurts a larger model more, h in [0, 1]; a larger model can reach a lower loss,
-g in [0.1, 1.5]).  r0 and N0 are the geometric means of the pilots' ratios and sizes (fixed
-scales, so that b and f are losses).  For each exponent on a grid the model is linear in the
-coefficients, fitted by non-negative least squares (:func:`scipy.optimize.nnls`); the
-exponents with the least squared error win.  The stated error is the leave-one-out
-root-mean-square error: each pilot predicted by the model fitted to the others.  A
-prediction is an *estimate*; the privacy side of a plan never depends on it.
+g in [0.1, 1.5]).  r0, T0 and N0 are the geometric means of the pilots' ratios, steps and
+sizes (fixed scales, so that b, d and f are losses).  For each exponent on a grid the model
+is linear in the coefficients, fitted by non-negative least squares
+(:func:`scipy.optimize.nnls`); the exponents with the least squared error win.
+
+The compute T is counted in steps or, where every pilot states its batch size, in records
+processed (steps x expected batch size: at a fixed compute that is the same for every
+batch, so only the noise then tells batches apart).  A pilot can give several points: its
+held-out loss along the way (a learning curve, ``PilotPoint.run`` naming the pilot).  The
+stated error is the leave-one-out root-mean-square error: each pilot (all its points) left
+out, its last point predicted by the model fitted to the others.  :meth:`LossModel.fit`
+fits each way of counting compute, with and without the learning curves, and keeps the
+one with the least such error (cross-validation; the others' errors are in
+:meth:`LossModel.describe`).  A prediction is an *estimate*; the privacy side of a plan
+never depends on it.
 
 >>> pilots = [PilotPoint(r, t, 0.3 + 40 * r + 5 / t)
 ...           for r, t in [(1e-3, 50), (3e-3, 150), (1e-2, 50), (3e-2, 150), (5e-3, 100)]]
@@ -29,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +49,7 @@ from scipy.optimize import nnls
 
 from safeshare.errors import InputError
 
-MIN_PILOTS = 5  # four parameters, and one left out for the error
+MIN_PILOTS = 5  # four parameters (e needs learning curves), and one left out for the error
 MIN_SIZED_PILOTS = 8  # seven parameters with the size terms, and one left out
 EXPONENTS: tuple[float, ...] = tuple(float(c) for c in np.round(np.arange(0.2, 3.0001, 0.05), 2))
 # with the size terms the grid has three dimensions: coarser steps keep the fit quick
@@ -45,25 +57,34 @@ SIZED_EXPONENTS: tuple[float, ...] = tuple(
     float(c) for c in np.round(np.arange(0.2, 3.0001, 0.1), 2)
 )
 NOISE_SIZE_EXPONENTS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+STEPS_EXPONENTS: tuple[float, ...] = (0.2, 0.35, 0.5, 0.75, 1.0, 1.5)
 SIZE_EXPONENTS: tuple[float, ...] = tuple(
     float(g) for g in np.round(np.arange(0.1, 1.5001, 0.1), 2)
 )
-FORMULA = "loss = a + b * (r / r0) ** c + d / steps, r = noise multiplier / batch size"
+FORMULA = "loss = a + b * (r / r0) ** c + d * (T / T0) ** -e, r = noise multiplier / batch size"
 SIZED_FORMULA = (
-    "loss = a + b * (r / r0) ** c * (N / N0) ** h + d / steps + f * (N0 / N) ** g, "
+    "loss = a + b * (r / r0) ** c * (N / N0) ** h + d * (T / T0) ** -e + f * (N0 / N) ** g, "
     "r = noise multiplier / batch size, N = parameters"
 )
+COMPUTE = {  # what T counts
+    "steps": "steps",
+    "records": "records processed (steps x expected batch size)",
+}
 
 
 @dataclass(frozen=True)
 class PilotPoint:
-    """One pilot run: its noise-batch ratio, its steps, its held-out loss and, when the
-    pilots span several model sizes, its model's parameters."""
+    """One pilot run's held-out loss after ``steps`` steps at a noise-batch ratio; when the
+    pilots span several model sizes, its model's parameters.  Points of one run's learning
+    curve share its ``run`` (left out together); None: a run of its own."""
 
     noise_batch_ratio: float
     steps: int
     loss: float
     parameters: int | None = None
+    run: int | None = None
+    batch_size: int | None = None  # the expected batch; given for every pilot, compute
+    # may also be counted in records processed
 
 
 def _sized(points: Sequence[PilotPoint]) -> bool:
@@ -74,14 +95,22 @@ def _sized(points: Sequence[PilotPoint]) -> bool:
     return len(sizes - {None}) > 1
 
 
+def _runs(points: Sequence[PilotPoint]) -> np.ndarray:
+    """Each point's run: its ``run`` where given, else a run of its own."""
+    first_free = max((p.run for p in points if p.run is not None), default=-1) + 1
+    return np.array(
+        [first_free + i if p.run is None else p.run for i, p in enumerate(points)], dtype=np.int64
+    )
+
+
 def _check(points: Sequence[PilotPoint]) -> None:
     sized = _sized(points)
     least = MIN_SIZED_PILOTS if sized else MIN_PILOTS
-    if len(points) < least:
+    runs = len(set(_runs(points).tolist())) if points else 0
+    if runs < least:
         raise InputError(
-            f"the loss model has {7 if sized else 4} parameters and needs at least {least} "
-            f"pilot runs to fit and to state its error, got {len(points)}; pass --pilots "
-            f"{least} or more"
+            f"the loss model needs at least {least} pilot runs to fit {'its size terms ' if sized else ''}"
+            f"and to state its error, got {runs}; pass --pilots {least} or more"
         )
     for p in points:
         if p.parameters is not None and (isinstance(p.parameters, bool) or p.parameters < 1):
@@ -104,49 +133,73 @@ def _check(points: Sequence[PilotPoint]) -> None:
 
 @dataclass(frozen=True)
 class _Shape:
-    """The exponents of one fit: noise c, noise-size h and size g (h, g unused unsized)."""
+    """The exponents of one fit: noise c, steps e, noise-size h and size g (h, g unused
+    without sizes; e unused with a single number of steps)."""
 
     c: float
+    e: float = 1.0
     h: float = 0.0
     g: float = 0.0
 
 
-def _design(
-    ratios: np.ndarray, steps: np.ndarray, sizes: np.ndarray | None, shape: _Shape, with_steps: bool
-) -> np.ndarray:
-    """Columns of the linear coefficients (a, b[, d][, f]) at ``shape``'s exponents; ratios
-    and sizes already divided by r0 and N0."""
-    noise = ratios**shape.c if sizes is None else ratios**shape.c * sizes**shape.h
-    columns = [np.ones_like(ratios), noise]
-    if with_steps:
-        columns.append(1.0 / steps)
-    if sizes is not None:
-        columns.append(sizes ** (-shape.g))
-    return np.column_stack(columns)
+@dataclass(frozen=True)
+class _Scaled:
+    """The pilots' ratios, steps and sizes over their scales r0, T0, N0 (sizes None when
+    unsized), and their losses."""
+
+    ratios: np.ndarray
+    steps: np.ndarray
+    sizes: np.ndarray | None
+    losses: np.ndarray
+
+    def take(self, rows: np.ndarray) -> _Scaled:
+        return _Scaled(
+            self.ratios[rows],
+            self.steps[rows],
+            None if self.sizes is None else self.sizes[rows],
+            self.losses[rows],
+        )
+
+    @property
+    def with_steps(self) -> bool:
+        return len(set(self.steps.tolist())) > 1
+
+    @property
+    def steps_curve(self) -> bool:
+        """Whether the steps exponent is identifiable: three or more numbers of steps."""
+        return len(set(self.steps.tolist())) > 2
+
+    def design(self, shape: _Shape, with_steps: bool) -> np.ndarray:
+        """Columns of the linear coefficients (a, b[, d][, f]) at ``shape``'s exponents."""
+        noise = self.ratios**shape.c
+        if self.sizes is not None:
+            noise = noise * self.sizes**shape.h
+        columns = [np.ones_like(self.ratios), noise]
+        if with_steps:
+            columns.append(self.steps ** (-shape.e))
+        if self.sizes is not None:
+            columns.append(self.sizes ** (-shape.g))
+        return np.column_stack(columns)
 
 
-def _shapes(sized: bool) -> list[_Shape]:
+def _shapes(sized: bool, steps_curve: bool) -> list[_Shape]:
+    steps = STEPS_EXPONENTS if steps_curve else (1.0,)
     if not sized:
-        return [_Shape(c) for c in EXPONENTS]
+        return [_Shape(c, e) for c in EXPONENTS for e in steps]
     return [
-        _Shape(c, h, g)
+        _Shape(c, e, h, g)
         for c in SIZED_EXPONENTS
+        for e in steps
         for h in NOISE_SIZE_EXPONENTS
         for g in SIZE_EXPONENTS
     ]
 
 
-def _fit(
-    ratios: np.ndarray,
-    steps: np.ndarray,
-    sizes: np.ndarray | None,
-    losses: np.ndarray,
-    with_steps: bool,
-) -> tuple[_Shape, np.ndarray, float]:
+def _fit(data: _Scaled, with_steps: bool) -> tuple[_Shape, np.ndarray, float]:
     """(exponents, coefficients (a, b[, d][, f]), squared error) of the best on the grid."""
     best: tuple[_Shape, np.ndarray, float] | None = None
-    for shape in _shapes(sizes is not None):
-        coef, norm = nnls(_design(ratios, steps, sizes, shape, with_steps), losses)
+    for shape in _shapes(data.sizes is not None, with_steps and data.steps_curve):
+        coef, norm = nnls(data.design(shape, with_steps), data.losses)
         if best is None or norm**2 < best[2] - 1e-15:
             best = (shape, coef, float(norm**2))
     if best is None:  # the grids are never empty
@@ -154,9 +207,14 @@ def _fit(
     return best
 
 
+def _scale(values: np.ndarray) -> float:
+    """The geometric mean: the scale a term's values are divided by."""
+    return float(np.exp(np.mean(np.log(values))))
+
+
 @dataclass(frozen=True)
 class LossModel:
-    """Fitted ``a + b (r / r0)^c + d / steps`` (with several sizes, the size terms too:
+    """Fitted ``a + b (r / r0)^c + d (T / T0)^-e`` (with several sizes, the size terms too:
     :data:`SIZED_FORMULA`) and its leave-one-out error."""
 
     a: float
@@ -164,64 +222,110 @@ class LossModel:
     c: float
     d: float
     r0: float
-    error: float  # leave-one-out RMS error over the pilots
-    residual: float  # in-sample RMS error
+    error: float  # leave-one-out RMS error over the pilot runs
+    residual: float  # in-sample RMS error over the points
     pilots: tuple[PilotPoint, ...]
     h: float = 0.0
     f: float = 0.0
     g: float = 0.0
     n0: float | None = None  # the size scale; None: no size terms
+    e: float = 1.0
+    t0: float = 1.0  # the scale of T
+    compute: str = "steps"  # what T counts: a key of COMPUTE
+    curves: bool = False  # whether the learning curves' points were fitted, or runs' last
+    tried: tuple[tuple[str, bool, float], ...] = ()  # (compute, curves, leave-one-out error)
 
     @classmethod
-    def fit(cls, points: Sequence[PilotPoint]) -> LossModel:
-        """Fit to ``points`` (at least :data:`MIN_PILOTS`, 3 distinct ratios; with several
-        model sizes at least :data:`MIN_SIZED_PILOTS`).
+    def fit(
+        cls,
+        points: Sequence[PilotPoint],
+        *,
+        compute: str | None = None,
+        curves: bool | None = None,
+    ) -> LossModel:
+        """Fit to ``points`` (at least :data:`MIN_PILOTS` runs, 3 distinct ratios; with
+        several model sizes at least :data:`MIN_SIZED_PILOTS`): each way of counting the
+        compute (:data:`COMPUTE`; records only where every point states its batch size),
+        with and without learning-curve points, keeping the least leave-one-out error;
+        ``compute`` or ``curves`` fix that choice.
 
-        With a single number of steps among the pilots, ``d`` is not identifiable and is
-        fixed at 0 (the steps term then predicts nothing).
+        With a single value of compute among the points, ``d`` is not identifiable and is
+        fixed at 0 (the compute term then predicts nothing); with two, ``e`` is fixed at 1.
         """
         points = tuple(points)
         _check(points)
-        ratios = np.array([p.noise_batch_ratio for p in points])
-        steps = np.array([float(p.steps) for p in points])
-        losses = np.array([p.loss for p in points])
-        r0 = float(np.exp(np.mean(np.log(ratios))))
-        scaled = ratios / r0
+        if compute is not None and compute not in COMPUTE:
+            raise InputError(f"compute counts one of {sorted(COMPUTE)}, got {compute!r}")
+        measures = ["steps"]
+        if all(p.batch_size is not None and p.batch_size >= 1 for p in points):
+            measures.append("records")
+        elif compute == "records":
+            raise InputError("compute in records processed needs every pilot's batch size")
+        runs = _runs(points)
+        ways = [False] + ([True] if len(set(runs.tolist())) < len(points) else [])
+        fitted = [
+            cls._fit(points, runs, m, c)
+            for m in measures
+            for c in ways
+            if compute in (None, m) and curves in (None, c)
+        ]
+        if not fitted:
+            raise InputError("learning curves were asked for, but no pilot has one")
+        best = min(fitted, key=lambda model: model.error)  # ties: the first, the simplest
+        return replace(best, tried=tuple((m.compute, m.curves, m.error) for m in fitted))
+
+    @classmethod
+    def _fit(
+        cls, points: tuple[PilotPoint, ...], runs: np.ndarray, compute: str, curves: bool
+    ) -> LossModel:
+        """One way of fitting: T counted as ``compute``, all points or each run's last."""
+        steps_of = np.array([float(p.steps) for p in points])
+        last = {
+            int(run): int(np.flatnonzero(runs == run)[np.argmax(steps_of[runs == run])])
+            for run in set(runs.tolist())
+        }
+        kept = np.arange(len(points)) if curves else np.array(sorted(last.values()))
+        used = tuple(points[i] for i in kept)
+        ratios = np.array([p.noise_batch_ratio for p in used])
+        work = np.array(
+            [
+                float(p.steps * (p.batch_size or 1) if compute == "records" else p.steps)
+                for p in used
+            ]
+        )
+        r0, t0 = _scale(ratios), _scale(work)
         sizes, n0 = None, None
-        if _sized(points):
-            raw = np.array([float(p.parameters or 0) for p in points])
-            n0 = float(np.exp(np.mean(np.log(raw))))
+        if _sized(used):
+            raw = np.array([float(p.parameters or 0) for p in used])
+            n0 = _scale(raw)
             sizes = raw / n0
-        with_steps = len(set(steps.tolist())) > 1
-        shape, coef, squared = _fit(scaled, steps, sizes, losses, with_steps)
+        data = _Scaled(ratios / r0, work / t0, sizes, np.array([p.loss for p in used]))
+        with_steps = data.with_steps
+        shape, coef, squared = _fit(data, with_steps)
+        used_runs = runs[kept]
         misses = []
-        for left in range(len(points)):
-            keep = np.arange(len(points)) != left
-            kept_sizes = None if sizes is None else sizes[keep]
-            e, k, _ = _fit(scaled[keep], steps[keep], kept_sizes, losses[keep], with_steps)
-            one = slice(left, left + 1)
-            guess = (
-                _design(
-                    scaled[one], steps[one], None if sizes is None else sizes[one], e, with_steps
-                )
-                @ k
-            )
-            misses.append(float(guess[0]) - float(losses[left]))
-        d = float(coef[2]) if with_steps else 0.0
-        f = float(coef[-1]) if sizes is not None else 0.0
+        for run, final in sorted(last.items()):
+            left = used_runs == run
+            e, k, _ = _fit(data.take(~left), with_steps)
+            one = data.take(np.flatnonzero(kept == final))  # the run's own result
+            misses.append(float((one.design(e, with_steps) @ k)[0]) - float(one.losses[0]))
         return cls(
             a=float(coef[0]),
             b=float(coef[1]),
             c=shape.c,
-            d=d,
+            d=float(coef[2]) if with_steps else 0.0,
             r0=r0,
             error=float(np.sqrt(np.mean(np.square(misses)))),
-            residual=math.sqrt(squared / len(points)),
+            residual=math.sqrt(squared / len(used)),
             pilots=points,
             h=shape.h,
-            f=f,
+            f=float(coef[-1]) if sizes is not None else 0.0,
             g=shape.g,
             n0=n0,
+            e=shape.e,
+            t0=t0,
+            compute=compute,
+            curves=curves,
         )
 
     @property
@@ -229,16 +333,31 @@ class LossModel:
         """Whether the model has the size terms (its pilots spanned several sizes)."""
         return self.n0 is not None
 
-    def predict(self, noise_batch_ratio: float, steps: int, parameters: int | None = None) -> float:
-        """The estimated held-out loss at ratio ``noise_batch_ratio`` after ``steps`` steps,
-        of a model of ``parameters`` (required when the model has the size terms)."""
+    def predict(
+        self,
+        noise_batch_ratio: float,
+        steps: int,
+        parameters: int | None = None,
+        batch_size: int | None = None,
+    ) -> float:
+        """The estimated held-out loss at ratio ``noise_batch_ratio`` after ``steps`` steps
+        of (expected) ``batch_size`` records, of a model of ``parameters`` (each required
+        when the model has the terms that use it)."""
         noise = (noise_batch_ratio / self.r0) ** self.c
+        work = float(steps)
+        if self.compute == "records":
+            if batch_size is None:
+                raise InputError(
+                    "this loss model counts compute in records processed: give batch_size"
+                )
+            work *= batch_size
+        compute = self.d * (work / self.t0) ** (-self.e)
         if self.n0 is None:
-            return self.a + self.b * noise + self.d / steps
+            return self.a + self.b * noise + compute
         if parameters is None:
             raise InputError("this loss model was fitted across model sizes: give parameters")
         size = parameters / self.n0
-        return self.a + self.b * noise * size**self.h + self.d / steps + self.f * size ** (-self.g)
+        return self.a + self.b * noise * size**self.h + compute + self.f * size ** (-self.g)
 
     def describe(self) -> dict[str, Any]:
         sized = (
@@ -250,10 +369,21 @@ class LossModel:
             "b": self.b,
             "c": self.c,
             "d": self.d,
+            "e": self.e,
             "r0": self.r0,
+            "t0": self.t0,
             **sized,
+            "T": COMPUTE[self.compute],
+            "points_fitted": "each pilot's learning curve and result"
+            if self.curves
+            else "each pilot's result",
             "leave_one_out_rms_error": self.error,
             "in_sample_rms_error": self.residual,
-            "pilots": len(self.pilots),
+            "pilots": len(set(_runs(self.pilots).tolist())),
+            "points": len(self.pilots),
+            "chosen_among": [
+                {"T": COMPUTE[t], "learning_curves": c, "leave_one_out_rms_error": e}
+                for t, c, e in self.tried
+            ],
             "label": "estimate",
         }

@@ -40,6 +40,7 @@ NOT_PRIVATE = (
 )
 PILOT_STEPS: tuple[int, ...] = (60, 180)
 PILOT_SIGMA = 2.0  # the pilot's batch is chosen so its noise multiplier is about this
+CURVE_FLOOR = 20  # the first steps' fast fall from the initial loss follows no power law
 
 
 def pilot_ratios(low: float, high: float, pilots: int) -> list[float]:
@@ -59,7 +60,8 @@ def pilot_ratios(low: float, high: float, pilots: int) -> list[float]:
 
 @dataclass(frozen=True)
 class PilotRun:
-    """One pilot: its configuration and its mean held-out cross-entropy."""
+    """One pilot: its configuration and its mean held-out cross-entropy; ``curve``, the
+    same loss at earlier steps ((steps, loss) pairs, fewest steps first)."""
 
     batch_size: int
     steps: int
@@ -67,6 +69,7 @@ class PilotRun:
     records: int
     loss: float
     parameters: int | None = None  # the model's size, when pilots span several
+    curve: tuple[tuple[int, float], ...] = ()
 
     @property
     def noise_batch_ratio(self) -> float:
@@ -80,6 +83,7 @@ class PilotRun:
             "noise_multiplier": self.noise_multiplier,
             "noise_batch_ratio": self.noise_batch_ratio,
             "held_out_loss": self.loss,
+            **({"learning_curve": [list(p) for p in self.curve]} if self.curve else {}),
         }
 
 
@@ -93,7 +97,12 @@ class PilotStudy:
     loss: str = "mean cross-entropy on held-out records the pilots never train on"
 
     def points(self) -> list[PilotPoint]:
-        return [PilotPoint(r.noise_batch_ratio, r.steps, r.loss, r.parameters) for r in self.runs]
+        """Every run's result and learning curve, as the loss model's points."""
+        return [
+            PilotPoint(r.noise_batch_ratio, steps, loss, r.parameters, i, r.batch_size)
+            for i, r in enumerate(self.runs)
+            for steps, loss in (*r.curve, (r.steps, r.loss))
+        ]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -204,33 +213,66 @@ def run_pilots(
 
 @dataclass(frozen=True)
 class LanguageModelPilot:
-    """One pilot of the byte-level language model: its width, noise-batch ratio and steps."""
+    """One pilot of the byte-level language model: its width, noise-batch ratio, steps and
+    noise multiplier (its batch follows: noise multiplier / ratio)."""
 
     width: int
     noise_batch_ratio: float
     steps: int
+    noise_multiplier: float = PILOT_SIGMA
 
 
 def language_model_pilot_grid(
-    widths: Sequence[int], ratios: Sequence[float], steps: Sequence[int] = PILOT_STEPS
+    widths: Sequence[int],
+    ratios: Sequence[float],
+    steps: Sequence[int] = PILOT_STEPS,
+    noise_multipliers: Sequence[float] = (PILOT_SIGMA,),
 ) -> list[LanguageModelPilot]:
-    """Every width at every ratio, the steps alternating along the ratios (shifted by one
-    for each width): each size sees each ratio, and both short and long runs.
+    """Every width at every ratio, the steps and the noise multipliers alternating along the
+    ratios (shifted by one for each width): each size sees each ratio, short and long runs,
+    and, with several noise multipliers, batches that the ratio alone does not fix (give
+    the range of the candidates' noise multipliers, so the pilots span the plan).
 
     >>> grid = language_model_pilot_grid([32, 64], [1e-3, 3e-3, 1e-2])
     >>> [(p.width, p.steps) for p in grid]
     [(32, 60), (32, 180), (32, 60), (64, 180), (64, 60), (64, 180)]
+    >>> [p.noise_multiplier for p in language_model_pilot_grid([32], [1e-3, 3e-3, 1e-2],
+    ...                                                         noise_multipliers=(0.7, 1.4))]
+    [0.7, 1.4, 0.7]
     """
-    if not widths or len(set(ratios)) < 3 or not steps:
+    if not widths or len(set(ratios)) < 3 or not steps or not noise_multipliers:
         raise InputError(
-            "language-model pilots need a width, at least 3 noise-batch ratios and a number "
-            f"of steps, got widths {list(widths)}, ratios {list(ratios)}, steps {list(steps)}"
+            "language-model pilots need a width, at least 3 noise-batch ratios, a number of "
+            f"steps and a noise multiplier, got widths {list(widths)}, ratios {list(ratios)}, "
+            f"steps {list(steps)}, noise multipliers {list(noise_multipliers)}"
         )
+    if any(not (math.isfinite(s) and s > 0) for s in noise_multipliers):
+        raise InputError(f"noise multipliers must be positive, got {list(noise_multipliers)}")
     return [
-        LanguageModelPilot(int(w), float(r), int(steps[(i + j) % len(steps)]))
+        LanguageModelPilot(
+            int(w),
+            float(r),
+            int(steps[(i + j) % len(steps)]),
+            float(noise_multipliers[(i + j) % len(noise_multipliers)]),
+        )
         for i, w in enumerate(widths)
         for j, r in enumerate(ratios)
     ]
+
+
+class _LearningCurve:
+    """A pilot's held-out loss per byte after 1/2, 1/4, ... of its ``steps`` (``points``
+    of them, none before :data:`CURVE_FLOOR`), as ``after_step`` sees the model."""
+
+    def __init__(self, steps: int, points: int, held_out: Sequence[str], scored: float) -> None:
+        self.checkpoints = {steps >> k for k in range(1, points + 1)} - set(range(CURVE_FLOOR))
+        self.held_out, self.scored = held_out, scored
+        self.points: list[tuple[int, float]] = []
+
+    def __call__(self, taken: int, model: Any) -> None:
+        if taken in self.checkpoints:
+            loss = -float(model.log_likelihoods(self.held_out).sum()) / self.scored
+            self.points.append((taken, loss))
 
 
 def run_language_model_pilots(
@@ -242,6 +284,7 @@ def run_language_model_pilots(
     layers: int = 1,
     learning_rate: float = 3e-3,
     max_grad_norm: float = 1.0,
+    curve_points: int = 3,
     rng: np.random.Generator,
     progress: Callable[[str, float], None] | None = None,
 ) -> PilotStudy:
@@ -249,8 +292,11 @@ def run_language_model_pilots(
     on ``texts`` and scored on ``held_out`` (mean loss per byte, in nats); NOT private
     (see :data:`NOT_PRIVATE`).
 
-    A pilot's batch is about :data:`PILOT_SIGMA` / ratio (within [4, half the texts]); its
+    A pilot's batch is about its noise multiplier / ratio (within [4, half the texts]); the
     noise multiplier follows, and the run's actual ratio, steps and parameters are recorded.
+    Each pilot is also scored after 1/2, 1/4, ... of its steps (``curve_points`` of them, at
+    least :data:`CURVE_FLOOR` steps; the learning rate is constant): that learning curve is what pins how the
+    loss falls with the steps.
     """
     from safeshare.train.language_model import (
         LanguageModelSettings,
@@ -269,9 +315,10 @@ def run_language_model_pilots(
     for i, pilot in enumerate(grid):
         if progress is not None:
             progress(f"pilot run {i + 1} of {len(grid)}", i / len(grid))
-        batch = int(min(max(round(PILOT_SIGMA / pilot.noise_batch_ratio), 4), n // 2))
+        batch = int(min(max(round(pilot.noise_multiplier / pilot.noise_batch_ratio), 4), n // 2))
         sigma = max(pilot.noise_batch_ratio * batch, 0.3)
         delta = 1.0 / (10 * n)
+        curve = _LearningCurve(pilot.steps, curve_points, held_out, bytes_scored)
         with _quiet_rdp():
             # the pilot is not private: this epsilon only makes the calibration land on
             # the wanted noise multiplier
@@ -289,7 +336,7 @@ def run_language_model_pilots(
             )
             model = train_language_model(
                 texts, epsilon=epsilon, delta=delta, settings=settings,
-                seed=int(rng.integers(2**62)),
+                seed=int(rng.integers(2**62)), after_step=curve,
             )  # fmt: skip
         privacy = model.card["privacy"]
         loss = -float(model.log_likelihoods(held_out).sum()) / bytes_scored
@@ -301,6 +348,7 @@ def run_language_model_pilots(
                 n,
                 loss,
                 int(model.card["model"]["parameters"]),
+                tuple(curve.points),
             )
         )
     return PilotStudy(

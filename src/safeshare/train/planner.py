@@ -192,7 +192,7 @@ def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
         (
             c,
             Prediction(
-                model.predict(c.noise_batch_ratio, c.steps, c.parameters),
+                model.predict(c.noise_batch_ratio, c.steps, c.parameters, c.batch_size),
                 model.error,
                 low <= c.noise_batch_ratio <= high,
                 fewest <= c.steps <= most,
