@@ -1,6 +1,6 @@
 """Does the compute-aware planner predict DP-SGD language-model losses it never piloted?
 
-    .venv/bin/python benchmarks/planner_lm.py                   # SMS and reviews, ~50 CPU min
+    .venv/bin/python benchmarks/planner_lm.py                   # SMS and reviews, ~25 CPU min
     .venv/bin/python benchmarks/planner_lm.py --sets sms --pilot-steps 40,120
 
 The byte-level language model (``safeshare.train.language_model``) is piloted on one split
