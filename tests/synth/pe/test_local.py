@@ -17,7 +17,7 @@ import pytest
 
 from safeshare.release.text import TextSynthesisSettings
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, Requests, Sampling
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +121,8 @@ BILLED: dict[str, int] = {}  # the tokens the server counted, by its own tokeniz
 
 def test_http_client_against_a_real_server(server: str) -> None:
     BILLED.clear()
-    client = ChatClient(server, "SmolLM2", concurrency=2, max_tokens=24, sleep=lambda s: None)
+    client = ChatClient(server, "SmolLM2", requests=Requests(concurrency=2),
+                        sampling=Sampling(max_tokens=24), sleep=lambda s: None)  # fmt: skip
     api = LLMTextAPI(client).for_label("negative")
     texts = api.random(3, np.random.default_rng(0))
     assert len(texts) == 3 and all(t.strip() for t in texts["text"])
@@ -137,7 +138,7 @@ def test_http_client_against_a_real_server(server: str) -> None:
     assert client.usage.prompt_tokens == BILLED["prompt_tokens"] > 0
     assert client.usage.completion_tokens == BILLED["completion_tokens"] > 0
     assert client.usage.requests >= 7 and client.usage.unreported == 0
-    wrong = ChatClient(server, "gpt-9", retries=0, sleep=lambda s: None)
+    wrong = ChatClient(server, "gpt-9", requests=Requests(retries=0), sleep=lambda s: None)
     from safeshare.errors import ModelAPIError
 
     with pytest.raises(ModelAPIError, match="HTTP 404"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from safeshare.errors import InputError, ModelAPIError
 from safeshare.synth.pe.backends import TextBackend
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI
+from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, Requests, Sampling
 from safeshare.synth.pe.prompting import load_prompts
 
 
@@ -110,10 +111,19 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
     httpd.server_close()
 
 
-def client(httpd: ThreadingHTTPServer, **kw: Any) -> ChatClient:
+def client(
+    httpd: ThreadingHTTPServer,
+    *,
+    max_tokens: int = 96,
+    api_key_env: str = "TEST_LLM_KEY",
+    sleep: Any = lambda s: None,
+    clock: Any = time.monotonic,
+    **kw: Any,
+) -> ChatClient:
+    """A client of the test server; ``kw``: fields of ``Requests``."""
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    options: dict[str, Any] = {"api_key_env": "TEST_LLM_KEY", "sleep": lambda s: None}
-    return ChatClient(url, "tiny", **(options | kw))
+    return ChatClient(url, "tiny", api_key_env=api_key_env, requests=Requests(**kw),
+                      sampling=Sampling(max_tokens), sleep=sleep, clock=clock)  # fmt: skip
 
 
 def test_random_and_vary_speak_the_protocol(server: ThreadingHTTPServer) -> None:
@@ -222,11 +232,15 @@ def test_unreachable_server_stops_with_a_resumable_message() -> None:
     closed = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     port = closed.server_address[1]
     closed.server_close()  # nothing listens there now
-    chat = ChatClient(f"http://127.0.0.1:{port}/v1", "tiny", retries=2, sleep=lambda s: None)
+    chat = ChatClient(
+        f"http://127.0.0.1:{port}/v1", "tiny", requests=Requests(retries=2), sleep=lambda s: None
+    )
     with pytest.raises(ModelAPIError, match=r"cannot reach .* after 3 attempts.*resume"):
         chat.chat([{"role": "user", "content": "x"}])
     with pytest.raises(InputError, match="concurrency"):
-        ChatClient("http://127.0.0.1:1/v1", "tiny", concurrency=0)
+        Requests(concurrency=0)
+    with pytest.raises(InputError, match="timeout must be positive"):
+        Requests(timeout=0)
 
 
 PROMPTS = """# a prompt file of a user's own

@@ -34,7 +34,13 @@ from typing import Any
 from safeshare._local_models import SMOLLM2, package_gguf
 from safeshare.errors import InputError
 from safeshare.synth.pe.local import LocalChat
-from safeshare.synth.pe.openai_client import ChatClient, LLMTextAPI, TokenUsage
+from safeshare.synth.pe.openai_client import (
+    ChatClient,
+    LLMTextAPI,
+    Requests,
+    Sampling,
+    TokenUsage,
+)
 from safeshare.synth.pe.prompting import bundled_prompts, load_prompts
 from safeshare.synth.pe.words import Vocabulary, WordAPI
 
@@ -162,14 +168,15 @@ class TextBackend:
                 str(self.base_url),
                 str(self.model),
                 api_key_env=self.api_key_env,
-                concurrency=self.concurrency,
-                retries=self.retries,
-                backoff=self.backoff,
-                timeout=self.timeout,
-                max_tokens=self.max_new_tokens,
-                temperature=self.temperature,
-                rate=self.rate,
-                choices=self.replies_per_request,
+                requests=Requests(
+                    self.concurrency,
+                    self.retries,
+                    self.backoff,
+                    self.timeout,
+                    self.rate,
+                    self.replies_per_request,
+                ),
+                sampling=Sampling(self.max_new_tokens, self.temperature),
             )
             self.clients.append(client)
             api = LLMTextAPI(

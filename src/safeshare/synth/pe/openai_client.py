@@ -130,9 +130,49 @@ class _Pacer:
             self.sleep(start - now)
 
 
+@dataclass(frozen=True)
+class Requests:
+    """How a :class:`ChatClient` asks: requests in parallel, retries (jittered exponential
+    backoff from ``backoff`` seconds), each request's timeout in seconds, at most ``rate``
+    requests a second (None: no limit), and replies asked per request (``n``)."""
+
+    concurrency: int = 8
+    retries: int = 4
+    backoff: float = 1.0
+    timeout: float = 120.0
+    rate: float | None = None
+    choices: int = 8
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.retries < 0 or self.backoff < 0:
+            raise InputError("concurrency must be >= 1, retries and backoff >= 0")
+        if not self.timeout > 0:
+            raise InputError(f"the timeout must be positive, got {self.timeout!r}")
+        if self.rate is not None and not self.rate > 0:
+            raise InputError(f"the request rate must be positive, got {self.rate}")
+        if not isinstance(self.choices, int) or self.choices < 1:
+            raise InputError(
+                f"choices (replies a request) must be at least 1, got {self.choices!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What each reply may be: at most ``max_tokens`` tokens, at ``temperature``."""
+
+    max_tokens: int = 96
+    temperature: float = 1.0
+
+
 class ChatClient:
     """A minimal OpenAI-compatible chat client with concurrency, a rate limit, jittered
-    retries and token accounting (:attr:`usage`)."""
+    retries and token accounting (:attr:`usage`).
+
+    >>> client = ChatClient("http://127.0.0.1:8080/v1", "SmolLM2",
+    ...                     requests=Requests(concurrency=2, rate=5.0), sampling=Sampling(48))
+    >>> client.url, client.choices
+    ('http://127.0.0.1:8080/v1/chat/completions', 8)
+    """
 
     def __init__(
         self,
@@ -140,38 +180,22 @@ class ChatClient:
         model: str,
         *,
         api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        retries: int = 4,
-        backoff: float = 1.0,
-        timeout: float = 120.0,
-        max_tokens: int = 96,
-        temperature: float = 1.0,
-        rate: float | None = None,
-        choices: int = 8,
+        requests: Requests | None = None,
+        sampling: Sampling | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         jitter: np.random.Generator | None = None,
     ) -> None:
-        if concurrency < 1 or retries < 0 or backoff < 0:
-            raise InputError("concurrency must be >= 1, retries and backoff >= 0")
-        if rate is not None and not rate > 0:
-            raise InputError(f"the request rate must be positive, got {rate}")
-        if not isinstance(choices, int) or choices < 1:
-            raise InputError(f"choices (replies a request) must be at least 1, got {choices!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.api_key = os.environ.get(api_key_env)  # None: servers without authentication
-        self.concurrency = concurrency
-        self.retries = retries
-        self.backoff = backoff
-        self.timeout = timeout
-        self.max_tokens = max_tokens
-        self.temperature = temperature
+        self.requests = requests or Requests()
+        self.sampling = sampling or Sampling()
         self.sleep = sleep
         self.usage = TokenUsage()
         self.tokens_field = "max_tokens"  # "max_completion_tokens" once the model asks for it
-        self.choices = choices  # 1 once the server refuses or ignores n > 1
-        self._pacer = _Pacer(rate, sleep, clock)
+        self.choices = self.requests.choices  # 1 once the server refuses or ignores n > 1
+        self._pacer = _Pacer(self.requests.rate, sleep, clock)
         # (timing only: when a retry goes, never what is sent)
         self._jitter = jitter if jitter is not None else np.random.default_rng()
         self._jitter_lock = threading.Lock()
@@ -183,7 +207,7 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.requests.timeout) as response:
                 return response.status, response.read(), None
         except urllib.error.HTTPError as error:
             return error.code, error.read(), error.headers.get("Retry-After")
@@ -197,7 +221,7 @@ class ChatClient:
         ``n``, and from then on; fewer when it ignores it)."""
         problem = ""
         attempt = 0
-        while attempt <= self.retries:
+        while attempt <= self.requests.retries:
             if attempt:
                 self.sleep(self._wait(attempt))
             attempt += 1
@@ -227,7 +251,7 @@ class ChatClient:
                 )
             return self._replies(raw)
         raise ModelAPIError(
-            f"{problem} after {self.retries + 1} attempts; start the server or fix base_url, "
+            f"{problem} after {self.requests.retries + 1} attempts; start the server or fix base_url, "
             "then fit again with the same checkpoint folder to resume"
         )
 
@@ -235,8 +259,8 @@ class ChatClient:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
-            self.tokens_field: self.max_tokens,
-            "temperature": self.temperature,
+            self.tokens_field: self.sampling.max_tokens,
+            "temperature": self.sampling.temperature,
         }
         if n > 1:
             payload["n"] = n
@@ -252,7 +276,7 @@ class ChatClient:
     def _wait(self, attempt: int) -> float:
         """Before retry ``attempt``: half the exponential step, plus up to another half at
         random (clients that failed together do not retry together)."""
-        step = self.backoff * 2 ** (attempt - 1)
+        step = self.requests.backoff * 2 ** (attempt - 1)
         with self._jitter_lock:
             return step / 2 + float(self._jitter.uniform(0, step / 2))
 
@@ -283,7 +307,7 @@ class ChatClient:
             groups.setdefault(json.dumps(list(conversation), sort_keys=True), []).append(i)
         replies: list[str | None] = [None] * len(conversations)
         pending = list(groups.values())
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+        with ThreadPoolExecutor(max_workers=self.requests.concurrency) as pool:
             while pending:
                 asks = sorted(
                     (
