@@ -9,6 +9,8 @@ from safeshare.errors import InputError
 torch = pytest.importorskip("torch")
 pytest.importorskip("opacus")
 
+from opacus.data_loader import DPDataLoader  # noqa: E402
+
 from safeshare.train.clipping import LinearGhostClipping  # noqa: E402
 from safeshare.train.dpsgd import DPSGDSettings, run_dpsgd  # noqa: E402
 
@@ -217,6 +219,32 @@ def test_a_step_adds_noise_of_sigma_c_over_the_expected_batch(clipping):
     assert update.numel() == 6594
     assert float(update.std()) == pytest.approx(expected, rel=0.05)
     assert abs(float(update.mean())) < 5 * expected / math.sqrt(update.numel())
+
+
+@pytest.mark.parametrize("clipping", ["ghost", "hooks"])
+def test_empty_poisson_draws_step_with_the_noise_alone(clipping):
+    """Opacus's clippings on a batch of 1 in 200 expected: about a third of the draws hold no
+    record (certain over 40 steps, seeded); each such step adds the noise alone, as the
+    accountant assumes, instead of running the module on nothing (its embedding's norm
+    sampler cannot take an empty batch)."""
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Embedding(10, 4), nn.Flatten(), nn.Linear(12, 2))
+    features, labels = torch.randint(0, 10, (200, 3)), torch.randint(0, 2, (200,))
+    settings = DPSGDSettings(records=200, batch_size=1, epochs=0.2, epsilon=8.0, delta=1e-5,
+                             accountant="rdp", clipping=clipping)  # fmt: skip
+    generator = torch.Generator().manual_seed(1)
+    draws = [len(b) for b, _ in zip(
+        DPDataLoader(torch.utils.data.TensorDataset(labels), sample_rate=0.005,
+                     generator=torch.Generator().manual_seed(1)).batch_sampler, range(40),
+        strict=False)]  # fmt: skip
+    assert draws.count(0) > 5  # such a sampler: at 0.005 of 200, a third of the draws empty
+    before = [p.detach().clone() for p in module.parameters()]
+    run = run_dpsgd(module, features, labels, settings,
+                    make_optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+                    generator=generator, seeded=True)  # fmt: skip
+    assert run.steps_taken == 40
+    moved = [not torch.equal(b, p) for b, p in zip(before, module.parameters(), strict=True)]
+    assert all(moved) and all(bool(torch.isfinite(p).all()) for p in module.parameters())
 
 
 def test_dp_sgd_refuses_a_network_it_cannot_clip_before_calibrating():

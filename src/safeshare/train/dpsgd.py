@@ -507,16 +507,34 @@ def _steps(
             rows = torch.as_tensor(indices, dtype=torch.long, device=labels.device)
             batch_y = labels[rows]
             optimizer.zero_grad()
-            output = model(*(x[rows] for x in inputs))
-            if output.dim() == 3:  # (records, tokens, vocabulary): one loss per sequence
-                loss = criterion(output.flatten(0, 1), batch_y.flatten(), shape=output.shape)
+            if not len(rows):  # a Poisson draw of no record: the noise alone
+                _no_records(optimizer)
             else:
-                loss = criterion(output, batch_y)
-            loss.backward()
+                output = model(*(x[rows] for x in inputs))
+                if output.dim() == 3:  # (records, tokens, vocabulary): one loss per sequence
+                    loss = criterion(output.flatten(0, 1), batch_y.flatten(), shape=output.shape)
+                else:
+                    loss = criterion(output, batch_y)
+                loss.backward()
             optimizer.step()
             taken += 1
             report(taken)
     return taken
+
+
+def _no_records(optimizer: Any) -> None:
+    """An empty Poisson batch's clipped sum, zero, where Opacus's optimizer reads it (the
+    module is not run on no records: Opacus's norm samplers cannot take an empty batch);
+    the step then adds the noise alone, as the accountant assumes."""
+    torch, _ = require_torch()
+    from opacus.optimizers import DPOptimizerFastGradientClipping
+
+    ghost = isinstance(optimizer, DPOptimizerFastGradientClipping)
+    for p in optimizer.params:
+        if ghost:  # it sums .grad, the clipped sum
+            p.grad = torch.zeros_like(p)
+        else:  # it clips .grad_sample, one row per record
+            p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype, device=p.device)
 
 
 def _run_linear_ghost(
