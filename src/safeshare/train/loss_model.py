@@ -2,7 +2,8 @@
 
 The DP scaling laws (McKenna et al. 2025) treat the loss of DP-SGD as a function of the
 noise-batch ratio r = sigma / B (the noise on the averaged gradient, in clipping-norm
-units), of the compute (steps) and of the model's size.  Here, with T the number of steps::
+units), of the compute (steps) and of the model's size.  Here, with T the compute (steps, or
+records processed: below)::
 
     loss(r, T) = a + b * (r / r0) ** c + d * (T / T0) ** -e
 
@@ -49,7 +50,7 @@ from scipy.optimize import nnls
 
 from safeshare.errors import InputError
 
-MIN_PILOTS = 5  # four parameters (e needs learning curves), and one left out for the error
+MIN_PILOTS = 5  # four parameters (five with three numbers of steps), and one left out
 MIN_SIZED_PILOTS = 8  # seven parameters with the size terms, and one left out
 EXPONENTS: tuple[float, ...] = tuple(float(c) for c in np.round(np.arange(0.2, 3.0001, 0.05), 2))
 # with the size terms the grid has three dimensions: coarser steps keep the fit quick
