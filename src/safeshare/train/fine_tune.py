@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -342,26 +342,24 @@ class FineTuner:
                 UserWarning,
                 stacklevel=2,
             )
-        dp = None
-        if users is not None:
-            check_user_ids(users.ids, users.column, epsilon, records, "text")
-        elif epsilon is not None:  # checked (and the budget's size) before any step
-            dp = DPSGDSettings.of(
-                settings, records=records, epsilon=epsilon, delta=delta, clipping="linear-ghost"
-            )
         generator, seeded = torch_generator(seed)
-        grouped = None
+        dp, grouped = None, None  # checked (and the budget's size) before any step
         if users is not None:  # the cap's draw comes first from the run's generator
+            _, budget = check_user_ids(users.ids, users.column, epsilon, records, "text")
             grouped, dp = user_settings(
                 users.ids,
                 users.max_records_per_user,
                 generator,
                 batch_size=settings.batch_size,
                 epochs=settings.epochs,
-                epsilon=cast(float, epsilon),  # checked above
+                epsilon=budget,
                 delta=delta,
                 max_grad_norm=settings.max_grad_norm,
                 accountant=settings.accountant,
+            )
+        elif epsilon is not None:
+            dp = DPSGDSettings.of(
+                settings, records=records, epsilon=epsilon, delta=delta, clipping="linear-ghost"
             )
         top = self._adapted_top(generator)
         upper = _upper(self.base.view(top[0], final_norm=True), self.base.network.lm_head)
@@ -369,7 +367,7 @@ class FineTuner:
         optimizer = torch.optim.Adam(top[1].parameters(), lr=settings.learning_rate)
         public = f"the base model ({self.base.name}) and its tokenizer"
         training: dict[str, Any] = {"records": records}
-        if grouped is not None and users is not None and dp is not None:  # user level
+        if users is not None and grouped is not None and dp is not None:  # user level
             rows = torch.as_tensor(grouped.rows, dtype=torch.long)
             run = run_user_dpsgd(
                 upper,

@@ -265,7 +265,7 @@ class LossModel:
         runs = _runs(points)
         ways = [False] + ([True] if len(set(runs.tolist())) < len(points) else [])
         fitted = [
-            cls._fit(points, runs, m, c)
+            cls._fit_one_way(points, runs, m, c)
             for m in measures
             for c in ways
             if compute in (None, m) and curves in (None, c)
@@ -276,7 +276,7 @@ class LossModel:
         return replace(best, tried=tuple((m.compute, m.curves, m.error) for m in fitted))
 
     @classmethod
-    def _fit(
+    def _fit_one_way(
         cls, points: tuple[PilotPoint, ...], runs: np.ndarray, compute: str, curves: bool
     ) -> LossModel:
         """One way of fitting: T counted as ``compute``, all points or each run's last."""

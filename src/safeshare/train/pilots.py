@@ -99,7 +99,9 @@ class PilotStudy:
     def points(self) -> list[PilotPoint]:
         """Every run's result and learning curve, as the loss model's points."""
         return [
-            PilotPoint(r.noise_batch_ratio, steps, loss, r.parameters, i, r.batch_size)
+            PilotPoint(
+                r.noise_batch_ratio, steps, loss, r.parameters, run=i, batch_size=r.batch_size
+            )
             for i, r in enumerate(self.runs)
             for steps, loss in (*r.curve, (r.steps, r.loss))
         ]
@@ -269,10 +271,13 @@ class _LearningCurve:
         self.held_out, self.scored = held_out, scored
         self.points: list[tuple[int, float]] = []
 
+    def score(self, model: Any) -> float:
+        """The model's mean loss per byte (nats) on the held-out texts."""
+        return -float(model.log_likelihoods(self.held_out).sum()) / self.scored
+
     def __call__(self, taken: int, model: Any) -> None:
         if taken in self.checkpoints:
-            loss = -float(model.log_likelihoods(self.held_out).sum()) / self.scored
-            self.points.append((taken, loss))
+            self.points.append((taken, self.score(model)))
 
 
 def run_language_model_pilots(
@@ -339,7 +344,7 @@ def run_language_model_pilots(
                 seed=int(rng.integers(2**62)), after_step=curve,
             )  # fmt: skip
         privacy = model.card["privacy"]
-        loss = -float(model.log_likelihoods(held_out).sum()) / bytes_scored
+        loss = curve.score(model)
         runs.append(
             PilotRun(
                 batch,
