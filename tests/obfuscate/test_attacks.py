@@ -24,13 +24,18 @@ def _public_texts() -> list[str]:
     return frame["text"].tolist()
 
 
-@pytest.fixture(scope="module")
-def sms(minilm: FrozenModel) -> list[str]:
+def _sms(count: int) -> list[str]:
+    """The first ``count`` SMS texts (the shipped example texts where the data is absent)."""
     if SHARED is None:
         return TEXTS
     path = Path(SHARED) / "text" / "sms_spam_collection.tsv"
     frame = pd.read_csv(path, sep="\t", header=None, names=["label", "text"], quoting=3)
-    return frame["text"].iloc[:40].tolist()
+    return frame["text"].iloc[:count].astype(str).tolist()
+
+
+@pytest.fixture(scope="module")
+def sms(minilm: FrozenModel) -> list[str]:
+    return _sms(40)
 
 
 def test_nearest_neighbour_recovers_every_clean_token(minilm: FrozenModel, sms) -> None:

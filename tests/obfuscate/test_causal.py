@@ -14,10 +14,19 @@ import torch
 
 from safeshare._local_models import model_files
 from safeshare.errors import InputError
+from safeshare.obfuscate.attacks import (
+    BEAM_MODEL_NAME,
+    BEAM_NAME,
+    NoiseEstimate,
+    beam_tokens,
+    nearest_neighbour_tokens,
+    recovery,
+)
 from safeshare.obfuscate.audit import attack_transform
 from safeshare.obfuscate.model import FrozenModel, load_model
+from safeshare.obfuscate.prior import BigramPrior, LanguageModelPrior
 from safeshare.obfuscate.training import NEXT_TOKEN_WEIGHT, train_transform
-from safeshare.obfuscate.transform import ObfuscationTransform, torch_generator
+from safeshare.obfuscate.transform import ObfuscationTransform, gaussian_noise, torch_generator
 from safeshare.obfuscate.utility import (
     NEXT_TOKEN,
     POOLED,
@@ -26,7 +35,9 @@ from safeshare.obfuscate.utility import (
     next_token_utility,
     top1_agreement,
 )
+from tests.conftest import needs_shared
 from tests.obfuscate.conftest import TEXTS
+from tests.obfuscate.test_attacks import _public_texts, _sms
 from tests.obfuscate.test_model import _NoEmbedsModel
 
 
@@ -189,7 +200,40 @@ def test_smollm2_transform_trains_and_is_attacked(smollm2: FrozenModel) -> None:
         kept = condition.to_dict()
         assert 0.0 <= kept["next_token_agreement"] <= 1.0 and kept["next_token_kl"] >= 0.0
     assert "next-token top-1 agreement" in report.markdown()
+    attacks = {found.attack for found in report.conditions[0].recoveries}
+    assert BEAM_MODEL_NAME in attacks and BEAM_NAME in attacks  # its own prior beside bigrams
     batch = smollm2.tokenize(TEXTS[:2])
     clean = smollm2.embed_tokens(batch.input_ids).detach()
     same = next_token_utility(smollm2, clean, clean, batch.attention_mask)
     assert same.agreement == 1.0 and same.kl == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.slow
+@needs_shared
+def test_smollm2_own_prior_reads_more_tokens_than_public_bigrams(smollm2: FrozenModel) -> None:
+    """BeamClean-style decoding under SmolLM2's next-token prior beats the bigram prior on
+    SMS texts under Gaussian noise of 5.4x the table's coordinate RMS (measured: 46.6% against
+    40.3% of 921 tokens, nearest neighbour 31.9%)."""
+    public, texts = _public_texts(), _sms(40)
+    prior = LanguageModelPrior.of(smollm2, public, attacked=smollm2)
+    assert smollm2.tokenizer.convert_ids_to_tokens(prior.context) == "<|endoftext|>"
+    bigram = BigramPrior.from_texts(smollm2.tokenizer, public)
+    batch, reference = smollm2.tokenize(texts), smollm2.tokenize(public[:300])
+    with torch.no_grad():
+        clean = smollm2.embed_tokens(batch.input_ids)
+        public_clean = smollm2.embed_tokens(reference.input_ids)
+    sigma = 5.4 * float(smollm2.table.detach().pow(2).mean().sqrt())
+    generator = torch_generator(0)[0]
+    noisy = gaussian_noise(clean, batch.attention_mask, sigma, generator)
+    public_noisy = gaussian_noise(public_clean, reference.attention_mask, sigma, generator)
+    noise = NoiseEstimate.fit(public_clean, public_noisy, reference.attention_mask)
+    ids, mask = batch.input_ids, batch.attention_mask
+
+    def read(guessed: object) -> float:
+        return recovery(smollm2, guessed, ids, mask, "attack").recovered.value
+
+    nearest = read(nearest_neighbour_tokens(noisy, smollm2.table))
+    by_bigrams = read(beam_tokens(smollm2, noisy, mask, noise, bigram))
+    by_model = read(beam_tokens(smollm2, noisy, mask, noise, prior))
+    assert nearest < by_bigrams < by_model - 0.03
+    assert by_model < 0.7  # the noise still hides: the prior reads what it can, not all

@@ -309,7 +309,8 @@ class AttackArguments:
     public: Path = option(
         "--public",
         help="PUBLIC text file, one text per line: the attacker's side knowledge for the "
-        "BeamClean-style noise estimate and bigram prior. Never the attacked texts.",
+        "BeamClean-style noise estimate and bigram prior (and a causal model's prior's start "
+        "token). Never the attacked texts.",
     )
     out: Path = option(
         "--out", "-o", help="Folder to write attack.json, report.md and report.html."

@@ -4,9 +4,11 @@
 closest in cosine.  :func:`beam_attack` is BeamClean-style: it estimates the obfuscation's noise
 (a per-dimension Gaussian shift and scale, from public texts the attacker obfuscates with the
 released transform), scores every token by its likelihood under that noise, and decodes each
-text by beam search under a bigram language-model prior trained on public text
-(:class:`BigramPrior`).  Both return a :class:`TokenRecovery`: the share of real tokens (special
-tokens excluded) recovered exactly, with its Wilson interval.
+text by beam search under a prior over token sequences: a bigram model counted from public
+text (:class:`~safeshare.obfuscate.prior.BigramPrior`), or a causal language model with the
+attacked model's tokenizer (:class:`~safeshare.obfuscate.prior.LanguageModelPrior`).  Both
+return a :class:`TokenRecovery`: the share of real tokens (special tokens excluded) recovered
+exactly, with its Wilson interval.
 
 >>> from safeshare.evaluate import Proportion
 >>> print(TokenRecovery("nearest neighbour", Proportion.of(30, 100)))
@@ -22,7 +24,7 @@ import numpy as np
 
 from safeshare.evaluate import Proportion
 from safeshare.obfuscate.model import FrozenModel, require_torch
-from safeshare.obfuscate.prior import BigramPrior
+from safeshare.obfuscate.prior import SequencePrior
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class NoiseEstimate:
 
 
 BEAM_NAME = "beam search (BeamClean-style)"
+#: the same decoding under a causal language model's prior instead of public bigrams
+BEAM_MODEL_NAME = "beam search (BeamClean-style, language-model prior)"
 
 
 def beam_attack(
@@ -100,13 +104,13 @@ def beam_attack(
     attention_mask: Any,
     input_ids: Any,
     noise: NoiseEstimate,
-    prior: BigramPrior,
+    prior: SequencePrior,
     *,
     beam: int = 8,
     candidates: int = 16,
     prior_weight: float = 1.0,
 ) -> TokenRecovery:
-    """BeamClean-style decoding: Gaussian likelihood of each token times a bigram prior."""
+    """BeamClean-style decoding: Gaussian likelihood of each token times the prior's."""
     guessed = beam_tokens(
         model,
         embeds,
@@ -125,13 +129,17 @@ def beam_tokens(
     embeds: Any,
     attention_mask: Any,
     noise: NoiseEstimate,
-    prior: BigramPrior,
+    prior: SequencePrior,
     *,
     beam: int = 8,
     candidates: int = 16,
     prior_weight: float = 1.0,
 ) -> Any:
-    """The token ids :func:`beam_attack` decodes (``(n, length)``; 0 at padding)."""
+    """The token ids :func:`beam_attack` decodes (``(n, length)``; 0 at padding).
+
+    Texts are decoded together, :data:`TEXTS_PER_DECODE` at a time (a language-model prior
+    then reads every path of the group in one batch).
+    """
     torch = require_torch()
     table = model.table.detach()
     shift = torch.as_tensor(noise.shift, dtype=table.dtype)
@@ -141,37 +149,57 @@ def beam_tokens(
     guessed = np.zeros(tuple(attention_mask.shape), dtype=np.int64)
     lengths = np.asarray(attention_mask).sum(axis=1)
     with torch.no_grad():
-        for i in range(embeds.shape[0]):
-            length = int(lengths[i])
-            whitened = (embeds[i, :length] - shift) / scale
+        groups = max(1, -(-len(lengths) // TEXTS_PER_DECODE))
+        for group in np.array_split(np.arange(len(lengths)), groups):
+            if not len(group):
+                continue
+            longest = int(lengths[group].max())
+            whitened = (embeds[group, :longest] - shift) / scale
             # log N(o; e_t + shift, scale^2) up to a constant: -|x - e_t/scale|^2 / 2
             loglik = whitened @ rows.T - 0.5 * row_norms
-            top = loglik.topk(min(candidates, table.shape[0]), dim=1)
-            guessed[i, :length] = _beam_decode(
-                top.values.numpy(), top.indices.numpy(), prior, beam, prior_weight
+            top = loglik.topk(min(candidates, table.shape[0]), dim=-1)
+            decoded = _beam_decode(
+                top.values.numpy(), top.indices.numpy(), lengths[group], prior, beam, prior_weight
             )
+            guessed[group, :longest] = decoded
     return guessed
 
 
+#: texts one beam search decodes together
+TEXTS_PER_DECODE = 16
+
+
 def _beam_decode(
-    scores: Any, tokens: Any, prior: BigramPrior, beam: int, prior_weight: float
+    scores: Any, tokens: Any, lengths: Any, prior: SequencePrior, beam: int, weight: float
 ) -> Any:
-    """The best path through per-position candidates under emission + weighted bigram scores."""
-    paths = [np.asarray(tokens[0, :beam])]
-    totals = scores[0, :beam] + prior_weight * prior.start_logprob(tokens[0, :beam])
-    history = [np.zeros(len(totals), dtype=np.int64)]
-    for position in range(1, scores.shape[0]):
-        last = paths[-1]
-        step = prior_weight * prior.logprob(last[:, None], tokens[position][None, :])
-        joint = totals[:, None] + scores[position][None, :] + step
-        flat = np.argsort(joint, axis=None)[::-1][:beam]
-        parents, choices = np.unravel_index(flat, joint.shape)
-        totals = joint[parents, choices]
-        paths.append(tokens[position][choices])
+    """Each text's best path through its per-position candidates (``scores``, ``tokens``:
+    ``(texts, positions, candidates)``) under emission + ``weight`` x prior log-probabilities;
+    0 past a text's length."""
+    texts, positions, width = scores.shape
+    paths = prior.begin(texts)
+    totals = np.zeros((texts, 1))
+    chosen: list[Any] = []
+    history: list[Any] = []
+    best_at_end = np.zeros(texts, dtype=np.int64)
+    for position in range(positions):
+        kept = totals.shape[1]
+        offered = np.repeat(tokens[:, position], kept, axis=0)  # each path's candidates
+        step = weight * paths.next_logprobs(offered).reshape(texts, kept, width)
+        joint = (totals[:, :, None] + scores[:, position, None, :] + step).reshape(texts, -1)
+        best = np.argsort(-joint, axis=1, kind="stable")[:, :beam]
+        parents, choices = np.unravel_index(best, (kept, width))
+        totals = np.take_along_axis(joint, best, axis=1)
+        chosen.append(np.take_along_axis(tokens[:, position], choices, axis=1))
         history.append(parents)
-    best = int(np.argmax(totals))
-    decoded = np.zeros(len(paths), dtype=np.int64)
-    for position in range(len(paths) - 1, -1, -1):
-        decoded[position] = paths[position][best]
-        best = int(history[position][best])
+        ending = lengths == position + 1
+        best_at_end[ending] = np.argmax(totals[ending], axis=1)
+        if position + 1 < positions:
+            flat_parents = (np.arange(texts)[:, None] * kept + parents).ravel()
+            paths = paths.extend(flat_parents, chosen[-1].ravel())
+    decoded = np.zeros((texts, positions), dtype=np.int64)
+    for text in range(texts):
+        path = int(best_at_end[text])
+        for position in range(int(lengths[text]) - 1, -1, -1):
+            decoded[text, position] = chosen[position][text, path]
+            path = int(history[position][text, path])
     return decoded

@@ -5,7 +5,10 @@ by side, with plain Gaussian noise at several scales (the baseline), then runs o
 nearest-neighbour attack, the BeamClean-style attack and (on the transform by default) the
 learned inversion network.  The attacker's side knowledge, the BeamClean noise estimate, the
 bigram prior and the inverter's training pairs, comes from **public** texts only, never the
-evaluated ones.  Synthetic names and phone numbers are planted into the attacked texts
+evaluated ones.  A causal frozen model is also attacked by BeamClean-style decoding under its
+own next-token distribution (:class:`~safeshare.obfuscate.prior.LanguageModelPrior`): the
+attacker knows the public model a transform is made for, and no offline prior over its tokens
+is stronger.  Synthetic names and phone numbers are planted into the attacked texts
 (:mod:`safeshare.obfuscate.pii`) and their recovery is reported separately.  Utility is the mean
 cosine between pooled outputs of obfuscated and clean inputs, and, when the transform carries a
 classification head and labels are given, the F1 of the head's predictions on obfuscated
@@ -29,6 +32,7 @@ import numpy as np
 from safeshare._progress import Progress
 from safeshare.errors import InputError
 from safeshare.obfuscate.attacks import (
+    BEAM_MODEL_NAME,
     BEAM_NAME,
     NoiseEstimate,
     TokenRecovery,
@@ -48,7 +52,7 @@ from safeshare.obfuscate.inversion import (
 )
 from safeshare.obfuscate.model import FrozenModel, require_torch
 from safeshare.obfuscate.pii import PIIRecovery, pii_positions, plant_pii, score_pii
-from safeshare.obfuscate.prior import BigramPrior
+from safeshare.obfuscate.prior import BigramPrior, LanguageModelPrior
 from safeshare.obfuscate.transform import ObfuscationTransform, gaussian_noise, torch_generator
 from safeshare.obfuscate.utility import NextTokenUtility, next_token_utility
 
@@ -289,6 +293,7 @@ def attack_transform(
     batch, original, reference = (model.tokenize(x) for x in (attacked, texts, public))
     entity, kinds = pii_positions(model, planted) if plant else (None, [])
     prior = BigramPrior.from_texts(model.tokenizer, public)
+    model_prior = LanguageModelPrior.of(model, public) if model.causal else None
     with torch.no_grad():
         clean = model.embed_tokens(batch.input_ids)
         clean_original = model.embed_tokens(original.input_ids)
@@ -317,6 +322,10 @@ def attack_transform(
             (NN_NAME, nearest_neighbour_tokens(sent, model.table)),
             (BEAM_NAME, beam_tokens(model, sent, mask, noise, prior, beam=beam)),
         ]
+        if model_prior is not None:
+            guesses.append(
+                (BEAM_MODEL_NAME, beam_tokens(model, sent, mask, noise, model_prior, beam=beam))
+            )
         information = None
         if invert:
             inverter = train_inverter(
