@@ -190,7 +190,11 @@ class LanguageModelPrior:
 
     def begin(self, paths: int) -> Paths:
         torch = require_torch()
-        return _ModelPaths.after(self.model.network, torch.full((paths,), self.context), None)
+        network = self.model.network
+        # transformers 5 names the cache `cache`; 4.x names it `past_key_values`
+        key = "cache" if "cache" in inspect.signature(network.forward).parameters else None
+        empty = _ModelPaths(network, key or "past_key_values", None, None)
+        return empty.after(torch.full((paths,), self.context))
 
 
 #: public texts that choose a language-model prior's context token
@@ -213,20 +217,19 @@ def _log_likelihood(model: FrozenModel, context: int, texts: Sequence[str]) -> f
 @dataclass(frozen=True)
 class _ModelPaths:
     network: Any
-    cache: Any  # the key-value cache of every path (a transformers Cache)
+    cache_keyword: str  # what the network's forward calls its key-value cache
+    cache: Any  # the key-value cache of every path (a transformers Cache; None: empty paths)
     logprobs: Any  # (paths, vocabulary) log-probabilities of the next token
 
-    @classmethod
-    def after(cls, network: Any, tokens: Any, cache: Any) -> _ModelPaths:
-        """Feed one token per path (``tokens``) after ``cache`` (None: no tokens before)."""
+    def after(self, tokens: Any) -> _ModelPaths:
+        """These paths, each followed by its token of ``tokens``."""
         torch = require_torch()
-        # transformers 5 names the cache `cache`; 4.x names it `past_key_values`
-        parameters = inspect.signature(network.forward).parameters
-        key = "cache" if "cache" in parameters else "past_key_values"
         with torch.no_grad():
-            out = network(input_ids=tokens[:, None], use_cache=True, **{key: cache})
+            out = self.network(
+                input_ids=tokens[:, None], use_cache=True, **{self.cache_keyword: self.cache}
+            )
         logprobs = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        return cls(network, out[key], logprobs)
+        return _ModelPaths(self.network, self.cache_keyword, out[self.cache_keyword], logprobs)
 
     def next_logprobs(self, candidates: Any) -> Any:
         torch = require_torch()
@@ -235,4 +238,4 @@ class _ModelPaths:
     def extend(self, parents: Any, tokens: Any) -> Paths:
         torch = require_torch()
         self.cache.reorder_cache(torch.as_tensor(np.asarray(parents)))  # in place: used once
-        return _ModelPaths.after(self.network, torch.as_tensor(np.asarray(tokens)), self.cache)
+        return self.after(torch.as_tensor(np.asarray(tokens)))
