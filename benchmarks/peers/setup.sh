@@ -17,10 +17,9 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-BENCH="$(dirname "$HERE")"
-VENVS="$BENCH/.venvs"
 VENDOR="$HERE/vendor/private-pgm"
-PYTHON="${PYTHON:-python3}"
+# shellcheck source=benchmarks/peers/_venv.sh
+source "$HERE/_venv.sh"  # make_venv
 REPO_URL="https://github.com/ryan112358/mbi"
 # newest commit of the repository at the time of writing; its mechanisms/ read mbi 2.0's API
 # except for Domain.attrs, which the drivers restore as an alias of Domain.attributes
@@ -28,25 +27,6 @@ PGM_COMMIT="361705d7f05f8c0ac4d5b3640e688eb4f692346e"
 # mst.py (drivers/mbi_mst.py); aim.py and the Mechanism base class it imports (drivers/mbi_aim.py);
 # cdp2adp.py, which both import
 FILES=(mst.py cdp2adp.py aim.py mechanism.py)
-
-make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
-    local name="$1" pin="$2"
-    shift 2
-    local venv="$VENVS/$name" pkg="${pin%%==*}" want="${pin##*==}"
-    if [ ! -x "$venv/bin/python" ]; then
-        echo "creating $venv"
-        "$PYTHON" -m venv "$venv"
-        "$venv/bin/python" -m pip install --quiet --upgrade pip
-    fi
-    local have
-    have="$("$venv/bin/python" -m pip show "$pkg" 2>/dev/null | sed -n 's/^Version: //p')"
-    if [ "$have" != "$want" ] || { [ $# -gt 0 ] && ! "$venv/bin/python" -m pip show "$@" >/dev/null 2>&1; }; then
-        echo "installing $pin $* into $venv"
-        "$venv/bin/python" -m pip install --quiet "$pin" "$@"
-    else
-        echo "$name: $pin already installed"
-    fi
-}
 
 copy_vendor() {  # copy_vendor GIT_DIR_OR_CHECKOUT
     local src="$1" rev="$PGM_COMMIT"
@@ -89,7 +69,6 @@ setup_vendor() {
     fi
 }
 
-mkdir -p "$VENVS"
 make_venv mbi mbi==2.0.0 pandas matplotlib
 make_venv smartnoise smartnoise-synth==1.0.8
 setup_vendor

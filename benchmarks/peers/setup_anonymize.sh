@@ -12,35 +12,14 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-VENVS="$(dirname "$HERE")/.venvs"
-PYTHON="${PYTHON:-python3}"
-
-make_venv() {  # make_venv NAME PACKAGE==VERSION [EXTRA...]
-    local name="$1" pin="$2"
-    shift 2
-    local venv="$VENVS/$name" pkg="${pin%%==*}" want="${pin##*==}"
-    if [ ! -x "$venv/bin/python" ]; then
-        echo "creating $venv"
-        "$PYTHON" -m venv "$venv"
-        "$venv/bin/python" -m pip install --quiet --upgrade pip
-    fi
-    local have
-    have="$({ "$venv/bin/python" -m pip show "$pkg" 2>/dev/null || true; } | sed -n 's/^Version: //p')"
-    if { [ "$pkg" != "$want" ] && [ "$have" != "$want" ]; } || [ -z "$have" ] \
-        || { [ $# -gt 0 ] && ! "$venv/bin/python" -m pip show "$@" >/dev/null 2>&1; }; then
-        echo "installing $pin $* into $venv"
-        "$venv/bin/python" -m pip install --quiet "$pin" "$@"
-    else
-        echo "$name: $pin already installed"
-    fi
-}
+# shellcheck source=benchmarks/peers/_venv.sh
+source "$HERE/_venv.sh"  # make_venv
 
 wanted() {  # wanted NAME: whether NAME was asked for (every venv when none was)
     [ ${#NAMES[@]} -eq 0 ] || [[ " ${NAMES[*]} " == *" $1 "* ]]
 }
 
 NAMES=("$@")
-mkdir -p "$VENVS"
 if wanted anjana; then make_venv anjana anjana==1.2.3; fi
 if wanted anonypy; then make_venv anonypy anonypy==0.2.1 pandas; fi
 if wanted pycanon; then make_venv pycanon pycanon; fi
