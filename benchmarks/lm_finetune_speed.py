@@ -169,7 +169,12 @@ def main() -> int:
                     job_path.write_text(json.dumps(job))
                 print(
                     f"  round {round_number + 1} {contender}: training {record['train_cpu_s']:.1f}"
-                    f" CPU s, {record['steps']} steps, perplexity {record['perplexity']:.1f}",
+                    f" CPU s, {record['steps']} steps, perplexity {record['perplexity']:.1f}"
+                    + (
+                        f", epsilon by Opacus's RDP accountant {record['epsilon_spent']:.2f}"
+                        if "epsilon_spent" in record
+                        else ""
+                    ),
                     flush=True,
                 )
     job = results["safeshare"][0]

@@ -9,8 +9,8 @@ puts rank-``rank`` adapters on every Linear layer of the top ``trained_layers`` 
 Opacus's ``PrivacyEngine.make_private`` wraps the whole network (Poisson sampling, the given
 noise multiplier, per-record clipping of each text's mean token loss) with ``grad_sample_mode``
 ``hooks`` (per-sample gradients) or ``ghost`` (fast gradient clipping).  Every step runs the
-whole network.  Prints one JSON line: CPU seconds of the training loop, steps taken and the
-held-out perplexity after training.
+whole network.  Prints one JSON line: CPU seconds of the training loop, steps taken, the
+held-out perplexity after training and the epsilon Opacus's own RDP accountant gives the run.
 
     python drivers/opacus_peft_finetune.py JOB_FOLDER [--mode hooks|ghost]
 """
