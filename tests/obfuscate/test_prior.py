@@ -18,7 +18,12 @@ from safeshare.errors import InputError
 from safeshare.obfuscate.attacks import BEAM_MODEL_NAME, BEAM_NAME, _beam_decode
 from safeshare.obfuscate.audit import NN_NAME, attack_transform
 from safeshare.obfuscate.model import FrozenModel, load_model
-from safeshare.obfuscate.prior import BigramPrior, LanguageModelPrior, SequencePrior
+from safeshare.obfuscate.prior import (
+    BigramPrior,
+    LanguageModelPrior,
+    SequencePrior,
+    _log_likelihood,
+)
 from safeshare.obfuscate.transform import ObfuscationTransform
 from tests.train.tiny_causal_lm import SENTENCES, write_tiny_causal_lm
 
@@ -96,6 +101,21 @@ def test_beam_search_finds_the_best_sequence_when_the_beam_holds_them_all(
 def test_the_context_is_the_special_token_public_texts_follow_best(tiny: FrozenModel) -> None:
     prior = LanguageModelPrior.of(tiny, SENTENCES)
     assert prior.context in tiny.tokenizer.all_special_ids
+
+    def one_by_one(context: int) -> float:  # each text alone, no padding
+        total = 0.0
+        for text in SENTENCES:
+            ids = tiny.tokenizer(text, add_special_tokens=True)["input_ids"][: tiny.max_length]
+            with torch.no_grad():
+                logits = tiny.network(input_ids=torch.tensor([[context, *ids]])).logits[0, :-1]
+            total += float(torch.log_softmax(logits.float(), -1)[torch.arange(len(ids)), ids].sum())
+        return total
+
+    scores = {c: one_by_one(c) for c in sorted(set(tiny.tokenizer.all_special_ids))}
+    assert prior.context == max(scores, key=scores.__getitem__)
+    assert _log_likelihood(tiny, prior.context, SENTENCES) == pytest.approx(
+        scores[prior.context], rel=1e-5
+    )
 
 
 def test_a_prior_must_be_causal_and_share_the_attacked_tokenizer(

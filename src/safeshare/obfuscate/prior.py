@@ -202,16 +202,23 @@ CONTEXT_TEXTS = 32
 
 
 def _log_likelihood(model: FrozenModel, context: int, texts: Sequence[str]) -> float:
-    """The log-likelihood of ``texts`` (each after ``context``) under the causal model."""
+    """The log-likelihood of ``texts`` (each after ``context``) under the causal model: one
+    forward pass over them all, padded at the end (a causal model's earlier positions never
+    see the padding)."""
     torch = require_torch()
-    total = 0.0
+    encoded = [
+        model.tokenizer(text, add_special_tokens=True)["input_ids"][: model.max_length]
+        for text in texts
+    ]
+    ids = torch.full((len(encoded), 1 + max(map(len, encoded))), context)
+    real = torch.zeros(ids.shape, dtype=torch.bool)
+    for row, tokens in enumerate(encoded):
+        ids[row, 1 : 1 + len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        real[row, : 1 + len(tokens)] = True
     with torch.no_grad():
-        for text in texts:
-            ids = model.tokenizer(text, add_special_tokens=True)["input_ids"][: model.max_length]
-            logits = model.network(input_ids=torch.tensor([[context, *ids]])).logits[0, :-1]
-            chosen = torch.log_softmax(logits.float(), dim=-1)[torch.arange(len(ids)), ids]
-            total += float(chosen.sum())
-    return total
+        logits = model.network(input_ids=ids, attention_mask=real.long()).logits[:, :-1]
+    chosen = torch.log_softmax(logits.float(), dim=-1).gather(2, ids[:, 1:, None])[..., 0]
+    return float(chosen[real[:, 1:]].sum())
 
 
 @dataclass(frozen=True)
