@@ -1,30 +1,38 @@
 """Does the compute-aware planner predict DP-SGD language-model losses it never piloted?
 
     .venv/bin/python benchmarks/planner_lm.py                   # SMS and reviews, ~25 CPU min
-    .venv/bin/python benchmarks/planner_lm.py --sets sms --pilot-steps 40,120
+    .venv/bin/python benchmarks/planner_lm.py --sets sms --flops 5e11 --widths 40,80 --seed 1
+    .venv/bin/python benchmarks/planner_lm.py --pilots form     # the fitted loss model
 
-The byte-level language model (``safeshare.train.language_model``) is piloted on one split
-of a set's texts: short DP-SGD runs at ``--pilot-widths`` x ``--pilot-ratios`` (noise-batch
-ratios spread over the plan's), the steps alternating between ``--pilot-steps`` and the
-noise multipliers between ``--pilot-sigmas`` (by default the plan's least and greatest, so
-that a pilot's batch is not fixed by its ratio alone), each scored by its mean loss per
-byte on held-out texts, along the way too (a learning curve).  The loss model
-(``safeshare.train.loss_model``, with the size terms) is fitted to them each way it can be
-(compute counted in steps or in records processed, with or without the learning curves),
-keeps the way with the least leave-one-out error on the pilots, and states that error.  Then ``plan_compute`` lists
-the configurations a compute budget (``--flops``) allows for ``--widths`` (model sizes the
-pilots did not use) and ``--batch-sizes`` at (``--epsilon``, ``--delta``); every one of
-them is trained for real, at its planned steps and noise, and scored as the pilots were.
-Printed: each configuration's predicted and measured loss, the Spearman rank correlation,
-the mean absolute error beside the spread from the best to the median configuration
-(issue goals: rho >= 0.8, error below the spread), and the same figures for the baselines
-that would embarrass the model: a constant prediction (the pilots' mean loss) and the
-ranking by sigma/B alone; and, for each way of fitting, its pilots' error beside its
-held-out figures (what choosing by the pilots missed).  CPU seconds of the pilots and the
-held-out runs are printed.
+``plan_compute`` lists the configurations a compute budget (``--flops``) allows for
+``--widths`` and ``--batch-sizes`` at (``--epsilon``, ``--delta``).  Pilots of the
+byte-level language model (``safeshare.train.language_model``) run on one split of a set's
+texts, each scored by its mean loss per byte on held-out texts along the way (a learning
+curve):
 
-SMS is the set the pilot grid was chosen on; the reviews (UCI sentiment: Amazon, IMDb and
-Yelp sentences) were not tuned on.  The pilots and this benchmark read the texts without DP.
+- ``--pilots curves`` (default): ``noise_batch_pilot_grid``, McKenna et al.'s method.  For
+  each candidate size, 4 noise-batch ratios spread over its candidates' range, each run at
+  a small batch (4 or more) with the noise scaled to the ratio, as long as the candidates
+  it brackets; ``PilotCurves`` reads each candidate's loss off the curves (interpolated in
+  log steps and log ratio).  No pilot runs a candidate's (batch, steps, noise).
+- ``--pilots form``: short DP-SGD runs at ``--pilot-widths`` x ``--pilot-ratios`` (the
+  steps alternating between ``--pilot-steps``, the noise multipliers between
+  ``--pilot-sigmas``), and the loss model of ``safeshare.train.loss_model`` (with the size
+  terms) fitted to them each way it can be (compute counted in steps or in records
+  processed, with or without the learning curves), keeping the least leave-one-out error.
+
+Then every configuration is trained for real, at its planned steps and noise, and scored
+as the pilots were.  Printed: each configuration's predicted and measured loss, the
+Spearman rank correlation, the mean absolute error beside the spread from the best to the
+median configuration (issue goals: rho >= 0.8, error below the spread), and the same
+figures for the baselines that would embarrass the planner: a constant prediction (the
+pilots' mean loss) and the ranking by sigma/B alone; the CPU seconds and records processed
+of the pilots beside those of the configurations; with ``--pilots form``, each way of
+fitting's pilots' error beside its held-out figures (what choosing by the pilots missed).
+
+SMS is the set the pilot designs were developed on; the reviews (UCI sentiment: Amazon,
+IMDb and Yelp sentences) were not tuned on.  The pilots and this benchmark read the texts
+without DP.
 """
 
 from __future__ import annotations
@@ -47,8 +55,13 @@ from safeshare.train.language_model import (
     encode_bytes,
     train_language_model,
 )
-from safeshare.train.loss_model import LossModel
-from safeshare.train.pilots import language_model_pilot_grid, run_language_model_pilots
+from safeshare.train.loss_model import LossEstimate, LossModel
+from safeshare.train.pilot_curves import PilotCurves
+from safeshare.train.pilots import (
+    language_model_pilot_grid,
+    noise_batch_pilot_grid,
+    run_language_model_pilots,
+)
 from safeshare.train.planner import plan_compute, rank_by_loss, ranking_spread
 
 
@@ -98,17 +111,20 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
         batch_sizes=[int(b) for b in args.batch_sizes.split(",")],
         accountant="rdp",
     )
-    ratios = [c.noise_batch_ratio for c in plan.candidates]
-    pilot_ratios = np.geomspace(min(ratios) / 1.2, max(ratios) * 1.2, args.pilot_ratios)
-    sigmas = [c.noise_multiplier for c in plan.candidates]  # the plan's, before any data
-    grid = language_model_pilot_grid(
-        [int(w) for w in args.pilot_widths.split(",")],
-        [float(r) for r in pilot_ratios],
-        [int(s) for s in args.pilot_steps.split(",")],
-        (min(sigmas), max(sigmas))
-        if args.pilot_sigmas == "plan"
-        else [float(s) for s in args.pilot_sigmas.split(",")],
-    )
+    if args.pilots == "curves":
+        grid = noise_batch_pilot_grid(plan, {n: w for n, w in sizes.items()})
+    else:
+        ratios = [c.noise_batch_ratio for c in plan.candidates]
+        pilot_ratios = np.geomspace(min(ratios) / 1.2, max(ratios) * 1.2, args.pilot_ratios)
+        sigmas = [c.noise_multiplier for c in plan.candidates]  # the plan's, before any data
+        grid = language_model_pilot_grid(
+            [int(w) for w in args.pilot_widths.split(",")],
+            [float(r) for r in pilot_ratios],
+            [int(s) for s in args.pilot_steps.split(",")],
+            (min(sigmas), max(sigmas))
+            if args.pilot_sigmas == "plan"
+            else [float(s) for s in args.pilot_sigmas.split(",")],
+        )
     started = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # texts cut to the context: counted by the runs
@@ -117,22 +133,33 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
             learning_rate=args.learning_rate, rng=rng,
         )  # fmt: skip
     pilot_cpu = time.process_time() - started
-    model = LossModel.fit(study.points())
+    if args.pilots == "curves":
+        model: LossEstimate = PilotCurves.fit(study.points())
+        variants: dict[tuple[str, bool], LossEstimate] = {}
+        how = f"read off their curves (leave-one-out error {model.error:.4f} nats/byte)"
+    else:
+        fitted = LossModel.fit(study.points())
+        model = fitted
+        # every way of fitting the planner tried, each to be scored on the held-out runs too
+        variants = {
+            (compute, curves): LossModel.fit(study.points(), compute=compute, curves=curves)
+            for compute, curves, _ in fitted.tried
+        }
+        how = (
+            f"loss model (T = {fitted.compute}, {'with' if fitted.curves else 'without'} the "
+            f"curves, the least leave-one-out error of {len(fitted.tried)} ways) error "
+            f"{fitted.error:.4f} nats/byte, exponents c {fitted.c:g}, e {fitted.e:g}, "
+            f"h {fitted.h:g}, g {fitted.g:g}"
+        )
     ranked = rank_by_loss(plan, model)
-    # every way of fitting the planner tried, each to be scored on the held-out runs too
-    variants = {
-        (compute, curves): LossModel.fit(study.points(), compute=compute, curves=curves)
-        for compute, curves, _ in model.tried
-    }
+    pilot_records = sum(r.batch_size * r.steps for r in study.runs)
     print(
-        f"\n{name}: {len(train)} training texts, {len(held_out)} held out; {len(grid)} pilots "
-        f"(widths {args.pilot_widths}, {len(pilot_ratios)} ratios, steps {args.pilot_steps}, "
-        f"noise multipliers {sorted({p.noise_multiplier for p in grid})}) in "
-        f"{pilot_cpu:.0f} CPU s, {len(study.points())} points with their learning curves; loss "
-        f"model (T = {model.compute}, {'with' if model.curves else 'without'} the curves, "
-        f"the least leave-one-out error of {len(model.tried)} ways) error {model.error:.4f} "
-        f"nats/byte, exponents c {model.c:g}, e {model.e:g}, h {model.h:g}, g {model.g:g}"
-        + (f"; ranking refused: {ranked.refused}" if ranked.refused else ""),
+        f"\n{name}: {len(train)} training texts, {len(held_out)} held out; {len(grid)} "
+        f"{args.pilots} pilots (widths {sorted({p.width for p in grid})}, batches "
+        f"{sorted({r.batch_size for r in study.runs})}, steps "
+        f"{sorted({r.steps for r in study.runs})}) in {pilot_cpu:.0f} CPU s, "
+        f"{len(study.points())} points with their learning curves, {pilot_records:,} records "
+        f"processed; {how}" + (f"; ranking refused: {ranked.refused}" if ranked.refused else ""),
         flush=True,
     )
     predicted, measured, by_ratio = [], [], []
@@ -166,6 +193,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
             flush=True,
         )
     runs_cpu = time.process_time() - started
+    run_records = sum(c.batch_size * c.steps for c in ranked.candidates)
     p, m = np.array(predicted), np.array(measured)
     rho = float(spearmanr(p, m).statistic)
     error = mae(p, m)
@@ -176,15 +204,21 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
         f"  Spearman {rho:.3f} (goal >= 0.8; sigma/B alone {rho_ratio:.3f}); mean absolute "
         f"error {error:.4f} (constant prediction {mae(constant, m):.4f}) against the spread "
         f"best to median {spread:.4f} (goal: error below it); {len(m)} configurations over "
-        f"{len(sizes)} sizes in {runs_cpu:.0f} CPU s"
+        f"{len(sizes)} sizes in {runs_cpu:.0f} CPU s, {run_records:,} records processed "
+        f"(the pilots: {pilot_cpu / runs_cpu:.0%} of the CPU, "
+        f"{pilot_records / run_records:.0%} of the records)"
     )
     for (compute, curves), guesses in by_variant.items():  # what the choice by pilots missed
         g = np.array(guesses)
+        chosen = isinstance(model, LossModel) and (compute, curves) == (
+            model.compute,
+            model.curves,
+        )
         print(
             f"    T = {compute:<7} {'with' if curves else 'without'} curves: leave-one-out "
             f"{variants[compute, curves].error:.4f}, held-out Spearman "
             f"{float(spearmanr(g, m).statistic):.3f}, error {mae(g, m):.4f}"
-            + ("  (chosen)" if (compute, curves) == (model.compute, model.curves) else "")
+            + ("  (chosen)" if chosen else "")
         )
     if args.out is not None:  # the pilots and the held-out runs, to refit other forms later
         record = {
@@ -216,7 +250,14 @@ def main() -> int:
     parser.add_argument("--flops", type=float, default=1e12)
     parser.add_argument("--widths", default="48,96", help="held-out model sizes (widths)")
     parser.add_argument("--batch-sizes", default="16,32,64,128")
-    parser.add_argument("--pilot-widths", default="32,64,128")
+    parser.add_argument(
+        "--pilots",
+        choices=("curves", "form"),
+        default="curves",
+        help="curves: noise-batch pilots at the candidates' sizes, read off their curves "
+        "(PilotCurves); form: short pilots at --pilot-widths, a loss model fitted to them",
+    )
+    parser.add_argument("--pilot-widths", default="32,64,128", help="with --pilots form")
     parser.add_argument("--pilot-ratios", type=int, default=4)
     parser.add_argument("--pilot-steps", default="60,180,540")
     parser.add_argument(

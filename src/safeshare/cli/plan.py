@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,10 +80,28 @@ class PlanArguments:
         "--data", help="CSV/Parquet to run pilot runs on (NOT private: flagged).", default=None
     )
     target: str | None = option("--target", help="Target column (with --data).", default=None)
+    text_column: str | None = option(
+        "--text-column",
+        help="With --compute and --data: pilot the byte-level language model (train "
+        "--language-model) on this column of texts.",
+        default=None,
+    )
+    widths: str | None = option(
+        "--widths",
+        help="With --text-column: the language model's candidate widths, e.g. 48,96 (the "
+        "model sizes follow).",
+        default=None,
+    )
+    layers: int = option(
+        "--layers", help="With --text-column: the language model's layers.", default=1
+    )
     schema: Path | None = option("--schema", help="Schema YAML (with --data).", default=None)
     header: bool | None = header_option()
     pilots: int | None = option(
-        "--pilots", help="Pilot runs for the loss model (with --data; default 6).", default=None
+        "--pilots",
+        help="Pilot runs for the loss model (with --data; default 6); with --text-column, "
+        "noise-batch ratios a width (default 4).",
+        default=None,
     )
     seed: int | None = option("--seed", help="Seed the pilots (reproducible).", default=None)
     as_json: bool = option("--json", help="Print the plan as JSON.", default=False)
@@ -156,22 +175,27 @@ def _plan_compute(given: PlanArguments, records: int, unit: str) -> None:
         flag
         for flag, value in (
             ("--compute", given.compute),
-            ("--model-sizes", given.model_sizes),
+            ("--model-sizes", given.model_sizes or given.widths),
             ("--tokens-per-record", given.tokens_per_record),
         )
         if value is None
     ]
     if missing:
         raise InputError(
-            f"a compute-aware plan needs --compute, --model-sizes and --tokens-per-record; "
-            f"add {', '.join(missing)}"
+            f"a compute-aware plan needs --compute, --model-sizes (or --widths) and "
+            f"--tokens-per-record; add {', '.join(missing)}"
         )
-    if given.data is not None or given.max_steps is not None:
+    if given.max_steps is not None or given.target is not None:
         raise InputError(
-            "--compute sets the steps of each configuration: drop --max-steps; pilot runs for "
-            "a compute-aware plan fit language models across sizes (Python: "
-            "safeshare.train.pilots.run_language_model_pilots), not --data's classifier"
+            "--compute sets the steps of each configuration: drop --max-steps; its pilot runs "
+            "train the byte-level language model on --data's --text-column, not a classifier "
+            "of --target"
         )
+    texts = None
+    if given.data is not None:
+        texts = _pilot_texts(given)
+        records = len(texts)
+    widths = _widths(given)
     with progress_bar(given.quiet or given.as_json) as progress:
         plan = plan_compute(
             records,
@@ -179,16 +203,105 @@ def _plan_compute(given: PlanArguments, records: int, unit: str) -> None:
             given.delta,
             tokens_per_record=int(given.tokens_per_record or 0),
             flops=float(given.compute or 0.0),
-            model_sizes=_parameters(given.model_sizes),
+            model_sizes=list(widths) if widths else _parameters(given.model_sizes),
             batch_sizes=_sizes(given.batch_sizes),
             max_epochs=given.epochs,
             accountant=given.accountant,  # type: ignore[arg-type]
             progress=progress,
         )
+        study = None
+        if texts is not None:
+            plan, study = _rank_with_language_model_pilots(plan, texts, widths, given, progress)
     if given.as_json:
-        stdout.print_json(json.dumps(plan.describe()))
+        described = plan.describe()
+        if study is not None:
+            described["pilots"] = study
+        stdout.print_json(json.dumps(described))
         return
     _print_plan(plan, given, records, unit)
+
+
+def _widths(given: PlanArguments) -> dict[int, int]:
+    """``--widths``: each width's parameter count under the byte-level model's shape
+    (--tokens-per-record bytes of context, --layers); empty without --widths."""
+    if given.widths is None:
+        if given.data is not None:
+            raise InputError("pilots of the language model need --widths, e.g. --widths 48,96")
+        return {}
+    if given.model_sizes is not None:
+        raise InputError("give --widths or --model-sizes, not both: widths set the sizes")
+    try:
+        widths = sorted({int(part) for part in given.widths.split(",") if part.strip()})
+    except ValueError:
+        widths = []
+    if not widths or widths[0] < 2:
+        raise InputError(
+            f"--widths takes whole numbers of at least 2 separated by commas, got "
+            f"{given.widths!r}; try --widths 48,96"
+        )
+    from safeshare.train.language_model import LanguageModelSettings, build_network
+
+    sizes = {}
+    for width in widths:
+        settings = LanguageModelSettings(
+            context=int(given.tokens_per_record or 64), width=width, layers=given.layers
+        )
+        module = build_network(settings, None)
+        sizes[int(sum(p.numel() for p in module.parameters()))] = width
+    return sizes
+
+
+# texts the language-model pilots score on, not train on: at most this many, a fifth at most
+PILOT_HELD_OUT_TEXTS = 300
+
+
+def _pilot_texts(given: PlanArguments) -> list[str]:
+    """``--data``'s --text-column, the texts the pilots run on; says, before they run, that
+    they are not private."""
+    from safeshare.release.language_model import read_texts
+    from safeshare.train.dpsgd import require_torch
+    from safeshare.train.pilots import NOT_PRIVATE
+
+    if given.data is None or given.text_column is None:
+        raise InputError(
+            "--compute with --data pilots a language model: name its texts with --text-column"
+        )
+    require_torch()
+    source = read_texts(given.data, given.text_column, given.schema, header=given.header)
+    texts = [str(t) for t in source.texts]
+    warn(f"language-model pilot runs on {given.data.name}: {NOT_PRIVATE}")
+    return texts
+
+
+def _rank_with_language_model_pilots(
+    plan: Any, texts: list[str], widths: dict[int, int], given: PlanArguments, progress: Any
+) -> tuple[Any, dict[str, Any]]:
+    """Noise-batch pilots at each candidate size, read off their curves, re-rank."""
+    import numpy as np
+
+    from safeshare.train.pilot_curves import PilotCurves
+    from safeshare.train.pilots import noise_batch_pilot_grid, run_language_model_pilots
+    from safeshare.train.planner import rank_by_loss
+
+    rng = np.random.default_rng(given.seed)
+    order = rng.permutation(len(texts))
+    held = min(PILOT_HELD_OUT_TEXTS, len(texts) // 5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        study = run_language_model_pilots(
+            [texts[i] for i in order[held:]],
+            noise_batch_pilot_grid(
+                plan, widths, ratios=4 if given.pilots is None else given.pilots
+            ),
+            held_out=[texts[i] for i in order[:held]],
+            context=int(given.tokens_per_record or 64),
+            layers=given.layers,
+            rng=rng,
+            progress=progress,
+        )
+    for message in dict.fromkeys(str(w.message) for w in caught):  # each pilot says the same
+        warn(message)
+    return rank_by_loss(plan, PilotCurves.fit(study.points())), study.describe()
 
 
 def _units(given: PlanArguments) -> tuple[int, str]:
@@ -204,13 +317,29 @@ def _units(given: PlanArguments) -> tuple[int, str]:
             raise InputError(
                 "give --records or --data, not both: with --data the records are counted"
             )
+        if given.text_column is not None:
+            if given.target is not None:
+                raise InputError(
+                    "give --target (a classifier's pilots) or --text-column (a language "
+                    "model's), not both"
+                )
+            if given.compute is None:
+                raise InputError(
+                    "--text-column pilots a language model for a compute-aware plan: add "
+                    "--compute, --widths and --tokens-per-record"
+                )
+            return 0, "record"
         if given.target is None:
-            raise InputError("--data needs --target (the column the classifier predicts)")
+            raise InputError(
+                "--data needs --target (the column the classifier predicts), or --text-column "
+                "with --compute (the texts a language model trains on)"
+            )
         return 0, "record"
     for flag, value in (
         ("--pilots", given.pilots),
         ("--target", given.target),
         ("--schema", given.schema),
+        ("--text-column", given.text_column),
     ):
         if value is not None:
             raise InputError(f"{flag} needs --data (the table the pilot runs train on)")
@@ -267,13 +396,17 @@ def _print_plan(plan: Any, given: PlanArguments, records: int, unit: str) -> Non
         from safeshare.train.pilots import NOT_PRIVATE
 
         m = plan.loss_model
+        how = (
+            f"{m['method']}, from {m['pilots']} pilot runs"
+            if "method" in m
+            else f"{m['formula']}, T = {m['T']}, fitted to {m['pilots']} pilot runs "
+            f"(a={m['a']:.3g}, b={m['b']:.3g}, c={m['c']:.3g}, d={m['d']:.3g}, e={m['e']:.3g}, "
+            f"r0={m['r0']:.3g})"
+        )
         stdout.print(
-            f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {m['formula']}, T = "
-            f"{m['T']}, fitted to {m['pilots']} pilot runs (a={m['a']:.3g}, b={m['b']:.3g}, "
-            f"c={m['c']:.3g}, d={m['d']:.3g}, e={m['e']:.3g}, r0={m['r0']:.3g}); ± is its "
-            "leave-one-out RMS error; * marks a "
-            "σ/B outside the pilots' range, † steps outside theirs (extrapolated). The privacy "
-            "figures are exact."
+            f"ranked by predicted held-out loss, an ESTIMATE (loss est.): {how}; ± is its "
+            "leave-one-out RMS error; * marks a σ/B outside the pilots' range, † steps outside "
+            "theirs (extrapolated). The privacy figures are exact."
         )
         stdout.print(styled(f"pilot runs: {NOT_PRIVATE}", "yellow"))
     elif sized:

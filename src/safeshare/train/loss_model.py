@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.optimize import nnls
@@ -86,6 +86,32 @@ class PilotPoint:
     run: int | None = None
     batch_size: int | None = None  # the expected batch; given for every pilot, compute
     # may also be counted in records processed
+
+
+class LossEstimate(Protocol):
+    """What the planner ranks by: a :class:`LossModel` fitted to pilots, or pilots' curves
+    read as they are (:class:`~safeshare.train.pilot_curves.PilotCurves`)."""
+
+    @property
+    def pilots(self) -> tuple[PilotPoint, ...]: ...
+
+    @property
+    def error(self) -> float:
+        """The leave-one-out RMS error over the pilots."""
+        ...
+
+    @property
+    def sized(self) -> bool: ...
+
+    def predict(
+        self,
+        noise_batch_ratio: float,
+        steps: int,
+        parameters: int | None = None,
+        batch_size: int | None = None,
+    ) -> float: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 def _sized(points: Sequence[PilotPoint]) -> bool:

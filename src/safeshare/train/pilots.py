@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from safeshare.data import Table
+from safeshare.dp.budget import MAX_EPSILON
 from safeshare.errors import InputError, SchemaError
-from safeshare.train.accounting import dpsgd_epsilon
+from safeshare.train.accounting import calibrate_noise, dpsgd_epsilon
 from safeshare.train.loss_model import MIN_PILOTS, PilotPoint
 from safeshare.train.tabular import train_tabular
+
+if TYPE_CHECKING:
+    from safeshare.train.planner import Plan
 
 NOT_PRIVATE = (
     "NOT differentially private: the pilot runs train on your records and their held-out "
@@ -41,6 +45,9 @@ NOT_PRIVATE = (
 PILOT_STEPS: tuple[int, ...] = (60, 180)
 PILOT_SIGMA = 2.0  # the pilot's batch is chosen so its noise multiplier is about this
 CURVE_FLOOR = 20  # the first steps' fast fall from the initial loss follows no power law
+# a pilot's least noise multiplier: below it the calibration that lands on it has no
+# answer (a pilot with a smaller ratio takes a larger batch instead)
+PILOT_LEAST_SIGMA = 0.15
 
 
 def pilot_ratios(low: float, high: float, pilots: int) -> list[float]:
@@ -216,12 +223,14 @@ def run_pilots(
 @dataclass(frozen=True)
 class LanguageModelPilot:
     """One pilot of the byte-level language model: its width, noise-batch ratio, steps and
-    noise multiplier (its batch follows: noise multiplier / ratio)."""
+    noise multiplier (its batch follows: noise multiplier / ratio); ``checkpoints``, the
+    steps after which it is also scored (empty: after 1/2, 1/4, ... of its steps)."""
 
     width: int
     noise_batch_ratio: float
     steps: int
     noise_multiplier: float = PILOT_SIGMA
+    checkpoints: tuple[int, ...] = ()
 
 
 def language_model_pilot_grid(
@@ -262,12 +271,80 @@ def language_model_pilot_grid(
     ]
 
 
-class _LearningCurve:
-    """A pilot's held-out loss per byte after 1/2, 1/4, ... of its ``steps`` (``points``
-    of them, none before :data:`CURVE_FLOOR`), as ``after_step`` sees the model."""
+def noise_batch_pilot_grid(
+    plan: Plan,
+    widths: Mapping[int, int],
+    *,
+    ratios: int = 4,
+    margin: float = 1.15,
+    least_batch: int = 4,
+) -> list[LanguageModelPilot]:
+    """Pilots from which :class:`~safeshare.train.pilot_curves.PilotCurves` reads every
+    candidate of a compute-aware ``plan`` (``widths``: each candidate size's width).
 
-    def __init__(self, steps: int, points: int, held_out: Sequence[str], scored: float) -> None:
-        self.checkpoints = {steps >> k for k in range(1, points + 1)} - set(range(CURVE_FLOOR))
+    For each size, ``ratios`` noise-batch ratios log-evenly over its candidates' range
+    widened by ``margin``, each run at the least batch (at least ``least_batch``) whose
+    noise multiplier is at least :data:`PILOT_LEAST_SIGMA`, so a pilot processes far fewer
+    records than the candidates it stands for.  Each runs to 1.1 x the most steps of the
+    candidates whose ratio lies below the next pilot's, so that two pilots reach every
+    candidate's steps, and is scored every half-octave of steps (x 2^-1/2) down to the
+    size's fewest candidate steps (so that a pilot left out can be read off its neighbours
+    for the error).
+
+    >>> from safeshare.train.planner import plan_compute
+    >>> plan = plan_compute(2000, 8.0, 1e-5, tokens_per_record=64, flops=1e12,
+    ...                     model_sizes=[56369], batch_sizes=[16, 64], accountant="rdp")
+    >>> [(c.batch_size, c.steps, round(c.noise_batch_ratio, 4)) for c in plan.candidates]
+    [(16, 2887, 0.0413), (64, 721, 0.0138)]
+    >>> grid = noise_batch_pilot_grid(plan, {56369: 48}, ratios=3)
+    >>> [(round(p.noise_batch_ratio, 4), round(p.noise_multiplier / p.noise_batch_ratio),
+    ...   p.steps) for p in grid]
+    [(0.012, 13, 794), (0.0239, 7, 3176), (0.0475, 4, 3176)]
+    """
+    if isinstance(ratios, bool) or ratios < 3:
+        raise InputError(f"noise-batch pilots need at least 3 ratios a size, got {ratios!r}")
+    if not margin >= 1:
+        raise InputError(f"the ratios' margin must be at least 1, got {margin!r}")
+    grid: list[LanguageModelPilot] = []
+    for size in sorted({c.parameters for c in plan.candidates if c.parameters is not None}):
+        if size not in widths:
+            raise InputError(f"give the width of the candidates of {size:,} parameters")
+        mine = [c for c in plan.candidates if c.parameters == size]
+        low = min(c.noise_batch_ratio for c in mine) / margin
+        high = max(c.noise_batch_ratio for c in mine) * margin
+        levels = [float(r) for r in np.geomspace(low, high, ratios)]
+        for j, ratio in enumerate(levels):
+            reach = levels[j + 1] if j + 1 < len(levels) else math.inf
+            served = [c for c in mine if c.noise_batch_ratio <= reach] or mine
+            steps = math.ceil(1.1 * max(c.steps for c in served))
+            fewest = min(c.steps for c in mine)
+            checkpoints = []
+            point = steps / math.sqrt(2)
+            while point >= max(fewest / math.sqrt(2), 1):
+                checkpoints.append(round(point))
+                point /= math.sqrt(2)
+            batch = max(least_batch, math.ceil(PILOT_LEAST_SIGMA / ratio))
+            grid.append(
+                LanguageModelPilot(
+                    widths[size], ratio, steps, ratio * batch, tuple(sorted(checkpoints))
+                )
+            )
+    if not grid:
+        raise InputError("noise-batch pilots need a compute-aware plan (candidates with sizes)")
+    return grid
+
+
+class _LearningCurve:
+    """A pilot's held-out loss per byte after its checkpoints (by default 1/2, 1/4, ... of
+    its steps, ``points`` of them, none before :data:`CURVE_FLOOR`), as ``after_step`` sees
+    the model."""
+
+    def __init__(
+        self, pilot: LanguageModelPilot, points: int, held_out: Sequence[str], scored: float
+    ) -> None:
+        halves = {pilot.steps >> k for k in range(1, points + 1)} - set(range(CURVE_FLOOR))
+        wanted = set(pilot.checkpoints) if pilot.checkpoints else halves
+        self.checkpoints = {s for s in wanted if 1 <= s < pilot.steps}
         self.held_out, self.scored = held_out, scored
         self.points: list[tuple[int, float]] = []
 
@@ -297,11 +374,15 @@ def run_language_model_pilots(
     on ``texts`` and scored on ``held_out`` (mean loss per byte, in nats); NOT private
     (see :data:`NOT_PRIVATE`).
 
-    A pilot's batch is about its noise multiplier / ratio (within [4, half the texts]); the
-    noise multiplier follows, and the run's actual ratio, steps and parameters are recorded.
-    Each pilot is also scored after 1/2, 1/4, ... of its steps (``curve_points`` of them, at
-    least :data:`CURVE_FLOOR` steps; the learning rate is constant): that learning curve is what pins how the
-    loss falls with the steps.
+    A pilot's batch is about its noise multiplier / ratio (within [4, half the texts]), and
+    larger where the noise multiplier would fall below :data:`PILOT_LEAST_SIGMA`, the
+    epsilon its calibration lands on above :data:`~safeshare.dp.budget.MAX_EPSILON`, or
+    that calibration would miss the noise multiplier; the
+    noise multiplier follows, and the run's actual ratio, steps and parameters are
+    recorded.  Each pilot is also scored at its checkpoints (by default after 1/2, 1/4, ...
+    of its steps, ``curve_points`` of them, none before :data:`CURVE_FLOOR` steps; the
+    learning rate is constant): that learning curve is what pins how the loss falls with
+    the steps.
     """
     from safeshare.train.language_model import (
         LanguageModelSettings,
@@ -320,14 +401,26 @@ def run_language_model_pilots(
     for i, pilot in enumerate(grid):
         if progress is not None:
             progress(f"pilot run {i + 1} of {len(grid)}", i / len(grid))
-        batch = int(min(max(round(pilot.noise_multiplier / pilot.noise_batch_ratio), 4), n // 2))
-        sigma = max(pilot.noise_batch_ratio * batch, 0.3)
+        ratio = pilot.noise_batch_ratio
+        batch = max(round(pilot.noise_multiplier / ratio), 4, math.ceil(PILOT_LEAST_SIGMA / ratio))
+        batch = int(min(batch, n // 2))
         delta = 1.0 / (10 * n)
-        curve = _LearningCurve(pilot.steps, curve_points, held_out, bytes_scored)
+        curve = _LearningCurve(pilot, curve_points, held_out, bytes_scored)
         with _quiet_rdp():
             # the pilot is not private: this epsilon only makes the calibration land on
-            # the wanted noise multiplier
-            epsilon = dpsgd_epsilon(sigma, batch / n, pilot.steps, delta, accountant="rdp")
+            # the wanted noise multiplier; where it would pass the largest epsilon a budget
+            # takes, or the calibration would land above it (RDP's bound is loose at little
+            # noise and high rates), a larger batch keeps the ratio at more noise
+            while True:
+                sigma = max(ratio * batch, PILOT_LEAST_SIGMA)
+                epsilon = dpsgd_epsilon(sigma, batch / n, pilot.steps, delta, accountant="rdp")
+                if batch >= n // 2 or (
+                    epsilon <= MAX_EPSILON
+                    and calibrate_noise(epsilon, delta, batch / n, pilot.steps, accountant="rdp")
+                    <= 1.01 * sigma
+                ):
+                    break
+                batch = min(2 * batch, n // 2)
             settings = LanguageModelSettings(
                 context=context,
                 width=pilot.width,

@@ -36,7 +36,7 @@ from safeshare.dp.budget import check_delta, check_epsilon
 from safeshare.errors import BudgetError, InputError
 from safeshare.train.accounting import Accounting, calibrate_noise, dpsgd_epsilon
 from safeshare.train.dpsgd import MAX_EPOCHS
-from safeshare.train.loss_model import LossModel
+from safeshare.train.loss_model import LossEstimate
 
 DEFAULT_BATCH_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
@@ -167,8 +167,10 @@ class Plan:
         }
 
 
-def rank_by_loss(plan: Plan, model: LossModel) -> Plan:
-    """The same candidates (privacy untouched), ranked by ``model``'s predicted loss.
+def rank_by_loss(plan: Plan, model: LossEstimate) -> Plan:
+    """The same candidates (privacy untouched), ranked by ``model``'s predicted loss (a
+    :class:`~safeshare.train.loss_model.LossModel`, or
+    :class:`~safeshare.train.pilot_curves.PilotCurves`).
 
     Ties (and equal predictions) keep the sigma/B order.  Each prediction carries the
     model's leave-one-out error and is labelled an estimate.  When that error is at least
