@@ -178,6 +178,10 @@ def test_bad_input_is_refused_before_any_budget_is_spent(sms_csv, tmp_path, _iso
     assert "--batch-size 64 is more than half the 43 training texts" in str(
         refused(*base, "--language-model", "--text-column", "text")
     )
+    # a cap per user without users would train at record level without a word
+    assert "add --user-column" in str(
+        refused(*base, "--language-model", "--text-column", "text", "--max-records-per-user", "4")
+    )
 
     few = tmp_path / "few.csv"
     sms(12).to_csv(few, index=False)

@@ -150,10 +150,11 @@ class TrainArguments:
         "holds out whole users).",
         default=None,
     )
-    max_records_per_user: int = option(
+    max_records_per_user: int | None = option(
         "--max-records-per-user",
-        help="With --user-column: records kept per user (drawn at random; bounds memory).",
-        default=64,
+        help="With --user-column: records kept per user (drawn at random; bounds memory; "
+        "default 64).",
+        default=None,
     )
     device: str = option(
         "--device",
@@ -200,9 +201,16 @@ class TrainArguments:
 
     def users(self) -> dict[str, Any]:
         """The privacy unit: a record, or a user (all records sharing --user-column)."""
+        if self.max_records_per_user is not None and self.user_column is None:
+            raise InputError(
+                "--max-records-per-user caps each user's records in user-level training: add "
+                "--user-column (the column naming each record's user), or drop it"
+            )
         return {
             "user_column": self.user_column,
-            "max_records_per_user": self.max_records_per_user,
+            "max_records_per_user": 64
+            if self.max_records_per_user is None
+            else self.max_records_per_user,
         }
 
 
