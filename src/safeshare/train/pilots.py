@@ -313,11 +313,11 @@ def noise_batch_pilot_grid(
         low = min(c.noise_batch_ratio for c in mine) / margin
         high = max(c.noise_batch_ratio for c in mine) * margin
         levels = [float(r) for r in np.geomspace(low, high, ratios)]
+        fewest = min(c.steps for c in mine)
         for j, ratio in enumerate(levels):
             reach = levels[j + 1] if j + 1 < len(levels) else math.inf
             served = [c for c in mine if c.noise_batch_ratio <= reach] or mine
             steps = math.ceil(1.1 * max(c.steps for c in served))
-            fewest = min(c.steps for c in mine)
             checkpoints = []
             point = steps / math.sqrt(2)
             while point >= max(fewest / math.sqrt(2), 1):
@@ -377,12 +377,11 @@ def run_language_model_pilots(
     A pilot's batch is about its noise multiplier / ratio (within [4, half the texts]), and
     larger where the noise multiplier would fall below :data:`PILOT_LEAST_SIGMA`, the
     epsilon its calibration lands on above :data:`~safeshare.dp.budget.MAX_EPSILON`, or
-    that calibration would miss the noise multiplier; the
-    noise multiplier follows, and the run's actual ratio, steps and parameters are
-    recorded.  Each pilot is also scored at its checkpoints (by default after 1/2, 1/4, ...
-    of its steps, ``curve_points`` of them, none before :data:`CURVE_FLOOR` steps; the
-    learning rate is constant): that learning curve is what pins how the loss falls with
-    the steps.
+    that calibration would miss the noise multiplier; the noise multiplier follows, and the
+    run's actual ratio, steps and parameters are recorded.  Each pilot is also scored at its
+    checkpoints (by default after 1/2, 1/4, ... of its steps, ``curve_points`` of them, none
+    before :data:`CURVE_FLOOR` steps; the learning rate is constant): that learning curve is
+    what pins how the loss falls with the steps.
     """
     from safeshare.train.language_model import (
         LanguageModelSettings,
@@ -409,8 +408,9 @@ def run_language_model_pilots(
         with _quiet_rdp():
             # the pilot is not private: this epsilon only makes the calibration land on
             # the wanted noise multiplier; where it would pass the largest epsilon a budget
-            # takes, or the calibration would land above it (RDP's bound is loose at little
-            # noise and high rates), a larger batch keeps the ratio at more noise
+            # takes, or the calibration would land above it (its cheap RDP test is more
+            # cautious than this epsilon at little noise and high sampling rates), a larger
+            # batch keeps the ratio at more noise
             while True:
                 sigma = max(ratio * batch, PILOT_LEAST_SIGMA)
                 epsilon = dpsgd_epsilon(sigma, batch / n, pilot.steps, delta, accountant="rdp")
