@@ -112,7 +112,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
         accountant="rdp",
     )
     if args.pilots == "curves":
-        grid = noise_batch_pilot_grid(plan, {n: w for n, w in sizes.items()})
+        grid = noise_batch_pilot_grid(plan, sizes)
     else:
         ratios = [c.noise_batch_ratio for c in plan.candidates]
         pilot_ratios = np.geomspace(min(ratios) / 1.2, max(ratios) * 1.2, args.pilot_ratios)
