@@ -51,7 +51,7 @@ from scipy.stats import spearmanr
 from _texts import read_set
 from safeshare.train.language_model import (
     LanguageModelSettings,
-    build_network,
+    count_parameters,
     encode_bytes,
     train_language_model,
 )
@@ -63,11 +63,6 @@ from safeshare.train.pilots import (
     run_language_model_pilots,
 )
 from safeshare.train.planner import plan_compute, rank_by_loss, ranking_spread
-
-
-def parameters_of(width: int, context: int, layers: int) -> int:
-    module = build_network(LanguageModelSettings(context=context, width=width, layers=layers), None)
-    return int(sum(p.numel() for p in module.parameters()))
 
 
 def measured_loss(train: list[str], held_out: list[str], candidate, width: int, args) -> float:
@@ -100,7 +95,12 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, float]:
     held_out = [texts[i] for i in order[: args.held_out]]
     train = [texts[i] for i in order[args.held_out : args.held_out + args.texts]]
     widths = [int(w) for w in args.widths.split(",")]
-    sizes = {parameters_of(w, args.context, args.layers): w for w in widths}
+    sizes = {
+        count_parameters(
+            LanguageModelSettings(context=args.context, width=w, layers=args.layers)
+        ): w
+        for w in widths
+    }
     plan = plan_compute(
         len(train),
         args.epsilon,

@@ -239,16 +239,13 @@ def _widths(given: PlanArguments) -> dict[int, int]:
             f"--widths takes whole numbers of at least 2 separated by commas, got "
             f"{given.widths!r}; try --widths 48,96"
         )
-    from safeshare.train.language_model import LanguageModelSettings, build_network
+    from safeshare.train.language_model import LanguageModelSettings, count_parameters
 
-    sizes = {}
-    for width in widths:
-        settings = LanguageModelSettings(
-            context=int(given.tokens_per_record or 64), width=width, layers=given.layers
-        )
-        module = build_network(settings, None)
-        sizes[int(sum(p.numel() for p in module.parameters()))] = width
-    return sizes
+    context = int(given.tokens_per_record or 64)
+    return {
+        count_parameters(LanguageModelSettings(context=context, width=w, layers=given.layers)): w
+        for w in widths
+    }
 
 
 # texts the language-model pilots score on, not train on: at most this many, a fifth at most

@@ -136,6 +136,16 @@ def _network_class() -> Any:
     return CausalLM
 
 
+def count_parameters(settings: LanguageModelSettings) -> int:
+    """The network's parameters at ``settings``' shape (no weights drawn): a model size for
+    the planner.
+
+    >>> count_parameters(LanguageModelSettings(context=64, width=48))
+    56369
+    """
+    return int(sum(p.numel() for p in build_network(settings, None).parameters()))
+
+
 def build_network(settings: LanguageModelSettings, generator: Any | None) -> Any:
     """The network; weights N(0, 0.02) from ``generator`` (None: left for loading)."""
     torch, _ = require_torch()

@@ -86,6 +86,19 @@ def _inside(curves: Sequence[_Curve], ratio: float, steps: float) -> bool:
     return any(r < ratio for r in reached) and any(r > ratio for r in reached)
 
 
+def _left_out_misses(curves: Sequence[_Curve]) -> list[float]:
+    """Each pilot's losses less what the others read at its ratio and steps, where two of
+    them that reach its steps bracket its ratio (one size's pilots)."""
+    misses = []
+    for i, curve in enumerate(curves):
+        others = [*curves[:i], *curves[i + 1 :]]
+        for steps, loss in zip(curve.steps, curve.losses, strict=True):
+            read = _across_ratios(others, curve.ratio, steps)
+            if read is not None and _inside(others, curve.ratio, steps):
+                misses.append(float(loss) - read)
+    return misses
+
+
 @dataclass(frozen=True)
 class PilotCurves:
     """Pilot learning curves by model size (None: unsized), read as the module says, and
@@ -131,14 +144,7 @@ class PilotCurves:
                 "pilot curves need, at some model size, at least 3 noise-batch ratios: two to "
                 "read between and one to leave out and measure the error"
             )
-        misses = [
-            curve.losses[k] - read
-            for group in curves.values()
-            for i, curve in enumerate(group)
-            for k, steps in enumerate(curve.steps)
-            if _inside(others := group[:i] + group[i + 1 :], curve.ratio, steps)
-            and (read := _across_ratios(others, curve.ratio, steps)) is not None
-        ]
+        misses = [miss for group in curves.values() for miss in _left_out_misses(group)]
         error = float(np.sqrt(np.mean(np.square(misses)))) if misses else math.inf
         return cls(
             {size: tuple(group) for size, group in curves.items()}, error, len(misses), points

@@ -271,6 +271,12 @@ def language_model_pilot_grid(
     ]
 
 
+def _least_batch(ratio: float, least: int) -> int:
+    """The least batch, at least ``least``, at which ``ratio`` takes a noise multiplier of at
+    least :data:`PILOT_LEAST_SIGMA`."""
+    return max(least, math.ceil(PILOT_LEAST_SIGMA / ratio))
+
+
 def noise_batch_pilot_grid(
     plan: Plan,
     widths: Mapping[int, int],
@@ -323,7 +329,7 @@ def noise_batch_pilot_grid(
             while point >= max(fewest / math.sqrt(2), 1):
                 checkpoints.append(round(point))
                 point /= math.sqrt(2)
-            batch = max(least_batch, math.ceil(PILOT_LEAST_SIGMA / ratio))
+            batch = _least_batch(ratio, least_batch)
             grid.append(
                 LanguageModelPilot(
                     widths[size], ratio, steps, ratio * batch, tuple(sorted(checkpoints))
@@ -401,8 +407,7 @@ def run_language_model_pilots(
         if progress is not None:
             progress(f"pilot run {i + 1} of {len(grid)}", i / len(grid))
         ratio = pilot.noise_batch_ratio
-        batch = max(round(pilot.noise_multiplier / ratio), 4, math.ceil(PILOT_LEAST_SIGMA / ratio))
-        batch = int(min(batch, n // 2))
+        batch = min(max(round(pilot.noise_multiplier / ratio), _least_batch(ratio, 4)), n // 2)
         delta = 1.0 / (10 * n)
         curve = _LearningCurve(pilot, curve_points, held_out, bytes_scored)
         with _quiet_rdp():
