@@ -58,7 +58,9 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    job = Job(args.task, "minilm", args.weight, None, SEED, "learned-inverter", STEPS, 300)
+    job = Job(
+        args.task, "minilm", args.weight, None, SEED, "learned-inverter", STEPS, INVERTER_STEPS
+    )
     model, head, (texts, labels, attacked, _, public) = _setup(job)
     began = cpu_seconds()
     trained = train_transform(
