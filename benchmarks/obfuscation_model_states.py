@@ -21,11 +21,11 @@ import json
 import time
 from typing import Any
 
-from obfuscation_frontier import RESULTS, Job, _setup, cpu_seconds
+from obfuscation_frontier import RESULTS, GaussianRow, Job, _setup, cpu_seconds
 from safeshare.obfuscate.attacks import recovery
 from safeshare.obfuscate.inversion import Obfuscator, train_inverter
 from safeshare.obfuscate.training import train_transform
-from safeshare.obfuscate.transform import gaussian_noise, torch_generator
+from safeshare.obfuscate.transform import torch_generator
 
 STEPS, INVERTER_STEPS, SEED = 150, 300, 0
 
@@ -43,10 +43,6 @@ def read_at(model: Any, obfuscate: Obfuscator, layer: int | None) -> Obfuscator:
         return output.hidden_states[layer]
 
     return states
-
-
-def gaussian(sigma: float) -> Obfuscator:
-    return lambda embeds, mask, generator: gaussian_noise(embeds, mask, sigma, generator)
 
 
 def main() -> None:
@@ -67,7 +63,10 @@ def main() -> None:
         model, texts, head=head, labels=labels, weight=args.weight, steps=STEPS, seed=SEED
     )
     rows = {f"learned, weight {args.weight:g}": trained.transform.sample}
-    rows |= {f"Gaussian σ={s}": gaussian(float(s)) for s in args.sigmas.split(",")}
+    rows |= {
+        f"Gaussian σ={s}": GaussianRow(float(s), model.fingerprint).sample
+        for s in args.sigmas.split(",")
+    }
     layers: list[int | None] = [None, *(int(x) for x in args.layers.split(","))]
     batch = model.tokenize(attacked)
     with torch.no_grad():

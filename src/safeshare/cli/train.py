@@ -206,12 +206,11 @@ class TrainArguments:
                 "--max-records-per-user caps each user's records in user-level training: add "
                 "--user-column (the column naming each record's user), or drop it"
             )
-        return {
-            "user_column": self.user_column,
-            "max_records_per_user": 64
-            if self.max_records_per_user is None
-            else self.max_records_per_user,
-        }
+        cap = self.max_records_per_user
+        # unset: each trainer's own default applies (64)
+        return {"user_column": self.user_column} | (
+            {} if cap is None else {"max_records_per_user": cap}
+        )
 
 
 def train_model(given: TrainArguments) -> None:
