@@ -8,7 +8,9 @@ row: nearest neighbour, BeamClean-style (bigram prior) and a learned inverter tr
 scratch** on the frozen row (never the adversary the transform trained against), each with its
 side knowledge from public review sentences of other sites (Amazon, Yelp), never the attacked
 texts. Rows: plain Gaussian noise at several sigmas, and the learned transform at several
-weights (the main weight on every seed, the others on the first unless ``--all-seeds``). It is
+weights (the main weight on every seed, the others on the first unless ``--all-seeds``), or
+with ``--budgets`` at several utility budgets instead (training moves the weight, starting at
+``--main-weight``, to hold the utility loss near the budget; the main budget on every seed). It is
 what ``safeshare obfuscate train`` + ``safeshare obfuscate attack`` compute, in worker
 processes (one torch thread each).
 
@@ -20,6 +22,7 @@ decodes under SmolLM2's own next-token prior. ``--attacked`` keeps the first tex
     HF_HUB_OFFLINE=1 python benchmarks/obfuscation_frontier.py [--tasks imdb,sms]
         [--model minilm|smollm2] [--attacked 200]
         [--weights 0.25,0.5,1] [--main-weight 0.5] [--seeds 0,1,2] [--all-seeds]
+        [--budgets 1,2,3 --main-budget 2]   # utility budgets instead of fixed weights
         [--sigmas 0.02,0.035,0.05,0.1,0.2,0.3] [--steps 150] [--jobs 2]
         [--attacker learned-inverter|nearest-neighbour] [--inverter-steps 300] [--learning-rate]
         [--same-site 200]   # a stronger attacker: texts of the task's own source too
@@ -31,12 +34,13 @@ For the causal model, "equal" next-token KL is a Gaussian KL at most 10% above t
 ``--summarise results.json`` prints the summary of an earlier run again. Goal (issue 20): at
 equal F1 the strongest attack's token recovery on the learned transform is at most half the
 Gaussian frontier's, planted whole names and numbers too, and the learned transform is below
-the Gaussian frontier at three utility levels (its three weights).
+the Gaussian frontier at three utility levels (its three weights or budgets).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -156,6 +160,8 @@ class Job:
     same_site: int = 0
     attacked: int = 200
     learning_rate: float | None = None  # None: the model's default
+    budget: float | None = None  # a utility budget: ``weight`` is where the weight starts
+    max_noise: float | None = None  # the transform's noise ceiling (None: its default)
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,7 @@ def run(job: Job) -> dict[str, Any]:
     attacked, truth = attacked[: job.attacked], truth[: job.attacked]
     causal = model.causal
     began = cpu_seconds()
+    final_weight, curve = None, None
     if job.weight is None:
         transform: Any = GaussianRow(float(job.sigma or 0), model.fingerprint)
     else:
@@ -226,12 +233,18 @@ def run(job: Job) -> dict[str, Any]:
             head=head,
             labels=None if causal else labels,
             weight=job.weight,
+            utility_budget=job.budget,
+            transform=ObfuscationTransform.for_model(
+                model, max_noise=job.max_noise, seed=job.seed + 2
+            ),
             steps=job.steps,
             learning_rate=job.learning_rate,
             attacker=job.attacker,
             seed=job.seed,
         )
         transform = trained.transform
+        final_weight = trained.weight
+        curve = [dataclasses.asdict(point) for point in trained.curve]
     transform.head = head
     report = attack_transform(
         model,
@@ -253,6 +266,10 @@ def run(job: Job) -> dict[str, Any]:
         "kl": None if kept is None else kept.kl,
         "agreement": None if kept is None else kept.agreement,
         "weight": job.weight,
+        "budget": job.budget,
+        "final_weight": final_weight,
+        "max_noise": job.max_noise,
+        "curve": curve,
         "sigma": job.sigma,
         "seed": job.seed,
         "attacker": job.attacker if job.weight is not None else None,
@@ -292,17 +309,25 @@ def frontier(gaussian: list[dict[str, Any]], at: float, key: Any, utility: Utili
     return float(min(key(row) for row in gaussian if utility.reaches(row, at)))
 
 
+def _level(row: dict[str, Any]) -> str:
+    """A learned row's utility level: its budget when it trained under one, else its weight."""
+    level = f"w={row['weight']:g}" if row.get("budget") is None else f"budget {row['budget']:g}"
+    if row.get("max_noise") is not None:
+        level += f" noise<={row['max_noise']:g}"
+    return level
+
+
 def _name(row: dict[str, Any]) -> str:
     if row["weight"] is None:
         return f"Gaussian σ={row['sigma']:g}"
-    return f"learned w={row['weight']:g} s={row['seed']}"
+    return f"learned {_level(row)} s={row['seed']}"
 
 
 def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
     gaussian = [r for r in rows if r["task"] == task and r["weight"] is None]
     learned = sorted(
         (r for r in rows if r["task"] == task and r["weight"] is not None),
-        key=lambda r: (r["weight"], r["seed"]),
+        key=lambda r: (r.get("budget") or 0, r["weight"], r["seed"]),
     )
     if not gaussian:
         return [f"{task}: no Gaussian rows"]
@@ -339,19 +364,19 @@ def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
         f"{utility.key} {better} the row's {within})"
     )
     met = {"tokens": 0, "pii": 0}
-    weights = sorted({r["weight"] for r in learned})
+    levels = list(dict.fromkeys(_level(r) for r in learned))
     best = utility.best(gaussian)
     for row in learned:
         value = row[utility.key]
         if constant is not None and value <= constant + TOLERANCE:
             lines.append(
-                f"w={row['weight']:g} s={row['seed']}: F1 {value:.3f}, no better than the "
+                f"{_level(row)} s={row['seed']}: F1 {value:.3f}, no better than the "
                 "constant predictor: hides by losing the task (not met)"
             )
             continue
         if utility.beyond(value, best):  # no Gaussian row keeps this much
             lines.append(
-                f"w={row['weight']:g} s={row['seed']}: {utility.key} {value:.3f} beyond every "
+                f"{_level(row)} s={row['seed']}: {utility.key} {value:.3f} beyond every "
                 f"Gaussian row's; compared at the best Gaussian {utility.key} ({best:.3f})"
             )
             value = best
@@ -369,28 +394,28 @@ def summarise(rows: list[dict[str, Any]], task: str) -> list[str]:
         met["tokens"] += tokens_ok
         met["pii"] += pii_ok
         lines.append(
-            f"w={row['weight']:g} s={row['seed']}: strongest {row['strongest']:.1%} vs Gaussian "
+            f"{_level(row)} s={row['seed']}: strongest {row['strongest']:.1%} vs Gaussian "
             f"{bound:.1%} (ratio {row['strongest'] / max(bound, 1e-9):.2f}, "
             f"{'half or less' if tokens_ok else 'NOT half'}); names {pii.get('name', 0):.0%} vs "
             f"{names:.0%}, numbers {pii.get('number', 0):.0%} vs {numbers:.0%} "
             f"({'half or less' if pii_ok else 'NOT half'})"
         )
     below = 0
-    for weight in weights:
-        runs = [r for r in learned if r["weight"] == weight]
+    for level in levels:
+        runs = [r for r in learned if _level(r) == level]
         value = float(np.mean([r[utility.key] for r in runs]))
         strongest = float(np.mean([r["strongest"] for r in runs]))
         at = best if utility.beyond(value, best) else value
         bound = frontier(gaussian, at, lambda r: r["strongest"], utility)
         below += bool((constant is None or value > constant + TOLERANCE) and strongest < bound)
         lines.append(
-            f"weight {weight:g}, mean of {len(runs)} seeds: {utility.key} {value:.3f}, strongest "
+            f"{level}, mean of {len(runs)} seeds: {utility.key} {value:.3f}, strongest "
             f"{strongest:.1%}, Gaussian frontier there {bound:.1%}"
         )
     lines.append(
         f"{task}: tokens half or less in {met['tokens']}/{len(learned)} runs; planted PII half "
         f"or less in {met['pii']}/{len(learned)}; below the Gaussian frontier at "
-        f"{below} of {len(weights)} utility levels (weights)"
+        f"{below} of {len(levels)} utility levels"
     )
     return lines
 
@@ -408,7 +433,16 @@ def main() -> None:
         "--main-weight",
         type=float,
         default=0.5,
-        help="the weight run on every seed; the others run on the first seed only",
+        help="the weight run on every seed; the others run on the first seed only (with "
+        "--budgets: where every run's weight starts)",
+    )
+    parser.add_argument(
+        "--budgets",
+        help="utility budgets (next-token KL in nats for a causal model) in place of --weights",
+    )
+    parser.add_argument("--main-budget", type=float, help="the budget run on every seed")
+    parser.add_argument(
+        "--max-noise", type=float, help="the transform's largest noise scale (default e)"
     )
     parser.add_argument("--all-seeds", action="store_true", help="every weight on every seed")
     parser.add_argument("--inverter-steps", type=int, default=300)
@@ -439,15 +473,29 @@ def main() -> None:
         args.attacked,
         args.learning_rate,
     )
+    extra = {"max_noise": args.max_noise}
     sigmas = (args.sigmas or MODELS[args.model].sigmas).split(",")
+
+    def runs(level: float, main: float | None) -> list[int]:
+        return seeds if args.all_seeds or level == main else seeds[:1]
+
     jobs = [
         Job(task, args.model, None, float(sigma), 0, *common) for task in tasks for sigma in sigmas
-    ] + [
-        Job(task, args.model, float(weight), None, seed, *common)
-        for task in tasks
-        for weight in args.weights.split(",")
-        for seed in (seeds if args.all_seeds or float(weight) == args.main_weight else seeds[:1])
     ]
+    if args.budgets is None:
+        jobs += [
+            Job(task, args.model, float(weight), None, seed, *common, **extra)
+            for task in tasks
+            for weight in args.weights.split(",")
+            for seed in runs(float(weight), args.main_weight)
+        ]
+    else:
+        jobs += [
+            Job(task, args.model, args.main_weight, None, seed, *common, float(budget), **extra)
+            for task in tasks
+            for budget in args.budgets.split(",")
+            for seed in runs(float(budget), args.main_budget)
+        ]
     print(
         f"{len(jobs)} rows on {', '.join(tasks)}: transform {args.steps} steps against the "
         f"{args.attacker} attacker; every row attacked by nearest neighbour, BeamClean-style "
@@ -462,8 +510,9 @@ def main() -> None:
             row = future.result()
             rows.append(row)
             print(
-                f"  done {row['task']} w={row['weight']} σ={row['sigma']} seed={row['seed']}: "
-                f"F1 {row['f1']}, KL {row['kl']}, strongest {row['strongest']:.1%}",
+                f"  done {row['task']} w={row['weight']} budget={row['budget']} "
+                f"σ={row['sigma']} seed={row['seed']}: F1 {row['f1']}, KL {row['kl']}, "
+                f"strongest {row['strongest']:.1%}, last weight {row['final_weight']}",
                 flush=True,
             )
     for task in tasks:

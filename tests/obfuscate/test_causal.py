@@ -94,6 +94,38 @@ def test_causal_model_trains_on_next_token_kl_by_default(tiny: FrozenModel) -> N
     assert pooled.utility == POOLED
 
 
+def test_a_kl_budget_trains_a_given_transform_under_its_noise_ceiling(
+    tiny: FrozenModel, minilm: FrozenModel
+) -> None:
+    ceiling = 0.05
+    start = ObfuscationTransform.for_model(tiny, max_noise=ceiling, seed=0)
+    result = train_transform(
+        tiny,
+        TEXTS * 2,
+        transform=start,
+        weight=2.0,
+        utility_budget=1e-9,  # no batch meets it: the weight only falls
+        steps=3,
+        batch_size=4,
+        record_every=1,
+        probe_size=4,
+        seed=0,
+    )
+    assert result.transform is start and result.weight < 2.0
+    assert [point.weight for point in result.curve] == sorted(
+        (point.weight for point in result.curve), reverse=True
+    )
+    assert all(point.utility_loss is not None and point.utility_loss > 0 for point in result.curve)
+    batch = tiny.tokenize(TEXTS[:4])
+    with torch.no_grad():
+        _, log_scale = start.distribution(tiny.embed_tokens(batch.input_ids), batch.attention_mask)
+    assert float(log_scale.exp().max()) <= ceiling + 1e-6  # the ceiling holds after training
+    with pytest.raises(InputError, match="trained for the model with embedding table"):
+        train_transform(tiny, TEXTS, transform=ObfuscationTransform.for_model(minilm), steps=1)
+    with pytest.raises(InputError, match="max_noise must be a finite number above"):
+        ObfuscationTransform.for_model(tiny, max_noise=0.01)
+
+
 def test_next_token_utility_is_refused_for_an_encoder(minilm: FrozenModel) -> None:
     assert check_utility(minilm, None) == POOLED
     with pytest.raises(InputError, match="needs a causal language model"):

@@ -106,6 +106,24 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     assert f"serve --transform {transform} --attacks {out}" in " ".join(attacked.output.split())
 
 
+def test_train_under_a_utility_budget_records_it_and_the_weight_it_reached(
+    files: dict[str, Path],
+) -> None:
+    out = files["root"] / "budgeted"
+    trained = CliRunner().invoke(
+        obfuscate_app,
+        [
+            "train", "--data", str(files["data"]), "--out", str(out), "--seed", "0", "--steps",
+            "2", "--batch-size", "4", "--utility-budget", "5", "--weight", "1",
+        ],
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    training = json.loads((out / "training.json").read_text())
+    assert training["utility_budget"] == 5.0 and training["weight"] > 1.0  # under budget
+    assert 1.0 < training["curve"][-1]["weight"] < training["weight"]  # step 2's, then raised
+    assert "utility loss held near 5" in " ".join(trained.output.split())
+
+
 def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
     runner = CliRunner()
     wrong = runner.invoke(
@@ -120,6 +138,16 @@ def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
     )
     assert isinstance(attacker.exception, InputError)
     assert "learned-inverter, nearest-neighbour" in str(attacker.exception)
+    budget = runner.invoke(
+        obfuscate_app,
+        [
+            "train", "--data", str(files["data"]), "--utility-budget", "0", "--steps", "1",
+            "--out", str(files["root"] / "b0"),
+        ],
+    )  # fmt: skip
+    assert isinstance(budget.exception, InputError)
+    assert "utility budget must be a finite number > 0" in str(budget.exception)
+    assert not (files["root"] / "b0").exists()  # nothing half-written
     missing = runner.invoke(
         obfuscate_app,
         [

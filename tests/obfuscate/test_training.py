@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,7 @@ from safeshare.obfuscate.audit import f1_score
 from safeshare.obfuscate.head import fit_head
 from safeshare.obfuscate.inversion import Adversary
 from safeshare.obfuscate.model import FrozenModel
-from safeshare.obfuscate.training import train_transform
+from safeshare.obfuscate.training import BUDGET_RATE, train_transform
 from safeshare.obfuscate.transform import torch_generator
 from tests.conftest import SHARED, needs_shared
 from tests.obfuscate.conftest import TEXTS
@@ -57,6 +58,53 @@ def test_bad_training_arguments_are_refused(minilm: FrozenModel) -> None:
         train_transform(minilm, TEXTS[:1])
     with pytest.raises(InputError, match="'oracle' is not one of learned-inverter"):
         train_transform(minilm, TEXTS, attacker="oracle")
+    for budget in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(InputError, match="utility budget must be a finite number > 0"):
+            train_transform(minilm, TEXTS, utility_budget=budget)
+
+
+def test_a_utility_budget_raises_the_weight_below_it_and_lowers_it_above(
+    minilm: FrozenModel,
+) -> None:
+    def trained(budget: float) -> tuple[float, list[float | None]]:
+        result = train_transform(
+            minilm,
+            TEXTS,
+            weight=1.0,
+            utility_budget=budget,
+            steps=4,
+            batch_size=4,
+            record_every=1,
+            probe_size=4,
+            seed=0,
+        )
+        assert result.utility_budget == budget
+        return result.weight, [point.weight for point in result.curve]
+
+    # 1 - cos is at most 2, far below a budget of 100: every step raises the weight
+    loose, loose_curve = trained(100.0)
+    assert loose_curve[0] == 1.0 and loose == pytest.approx(math.exp(4 * BUDGET_RATE), rel=1e-3)
+    assert loose_curve == sorted(loose_curve) and len(set(loose_curve)) == 4
+    # a budget no batch meets: the excess is capped at 1, so each step divides by exp(rate)
+    tight, tight_curve = trained(1e-9)
+    assert tight == pytest.approx(math.exp(-4 * BUDGET_RATE)) and tight_curve[-1] < 1.0
+
+
+def test_steps_over_the_budget_train_on_the_utility_alone(minilm: FrozenModel) -> None:
+    def curve(budget: float | None) -> tuple[list[float], list[float]]:
+        result = train_transform(
+            minilm, TEXTS, weight=4.0, utility_budget=budget, steps=4, batch_size=4,
+            record_every=1, probe_size=4, seed=0,
+        )  # fmt: skip
+        points = result.curve
+        return [p.noise_level for p in points], [p.utility_loss or 0.0 for p in points]
+
+    # with the obfuscation term at weight 4 the noise climbs; over budget (every batch) only
+    # the utility trains: the noise stays where it started and the utility loss falls
+    noise, _ = curve(None)
+    assert noise[-1] - noise[0] > 0.1
+    noise, loss = curve(1e-9)
+    assert abs(noise[-1] - noise[0]) < 0.02 and loss[-1] < loss[0] / 2
 
 
 @pytest.mark.slow

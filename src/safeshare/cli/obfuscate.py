@@ -108,6 +108,15 @@ class ObfuscateTrainArguments:
         "swings from seed to seed).",
         default=None,
     )
+    utility_budget: float | None = option(
+        "--utility-budget",
+        help="What utility the transform may spend, in place of a fixed weight: training moves "
+        "the weight (starting at --weight) to hold the utility loss near this value: for an "
+        "encoder 1 - cosine, plus the task's cross-entropy with --label-column; for a causal "
+        "model the next-token KL in nats (on SmolLM2 the KL was measured to jump past budgets "
+        "of 1-3 nats: see the training.json curve).",
+        default=None,
+    )
     batch_size: int = option("--batch-size", help="Texts per step.", default=16)
     attacker: str = option(
         "--attacker",
@@ -153,6 +162,7 @@ def train_obfuscation(given: ObfuscateTrainArguments) -> None:
             head=head,
             labels=labels,
             weight=given.weight,
+            utility_budget=given.utility_budget,
             steps=given.steps,
             batch_size=given.batch_size,
             attacker=given.attacker,
@@ -167,6 +177,7 @@ def train_obfuscation(given: ObfuscateTrainArguments) -> None:
         "texts": len(texts),
         "steps": given.steps,
         "weight": result.weight,
+        "utility_budget": result.utility_budget,
         "task_loss": result.task_loss,
         "utility": result.utility,
         "attacker": result.attacker,
@@ -201,6 +212,11 @@ def _train_summary(result: Any, out: Path) -> None:
         f"probe     utility ({kind}) {last.utility:.3f}, nearest-neighbour token "
         f"recovery {last.recovery:.1%}{inverter}, noise level {last.noise_level:.2f}"
     )
+    if result.utility_budget is not None:
+        stdout.print(
+            f"budget    utility loss held near {result.utility_budget:g}; the weight ended at "
+            f"{result.weight:.3g}"
+        )
     stdout.print(f"next      safeshare obfuscate attack --transform {out} ... (measure it)")
     if result.seeded:
         warn("seeded noise: reproducible, not secure")

@@ -15,7 +15,14 @@ only; ``attacker="nearest-neighbour"`` trains against the fixed nearest-neighbou
 and which a learned inverter trained afterwards undoes (movie-review sentences, weight 0.5, seed
 0, 60 steps: a fresh inverter read back 71% of the tokens, against 13% when the transform trained
 alongside an adversary, and 3.3% after 150 steps; ``benchmarks/obfuscation_frontier.py``).
-``weight`` trades the two: 0 keeps utility only, larger values hide more.  Every
+``weight`` trades the two: 0 keeps utility only, larger values hide more.  Given a
+``utility_budget`` instead, the weight is the starting point of a dual ascent that holds the
+utility loss near the budget: after each step the weight grows while the batch's utility loss is
+below the budget and shrinks while it is above (by ``exp(-BUDGET_RATE * (loss / budget - 1))``,
+the excess capped at 1), and a step whose batch spends more than the budget trains on the
+utility alone (the switching rule of constrained optimization), so the user states what
+utility they can spend (for a causal model: the next-token KL in nats) and training finds the
+weight that spends it.  Every
 ``record_every`` steps the run records a :class:`CurvePoint` on a fixed probe batch (utility,
 nearest-neighbour token recovery, the adversary's recovery, noise level), so the
 utility/recovery trade is visible while it trains.
@@ -38,6 +45,7 @@ given, still adds its cross-entropy on the pooled output.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -75,6 +83,10 @@ NEXT_TOKEN_WEIGHT = 1.0
 #: MiniLM's pooled cosine (at 2e-3 three steps took SmolLM2's top-1 agreement from 86% to 22%)
 LEARNING_RATE = 2e-3
 NEXT_TOKEN_LEARNING_RATE = 5e-4
+#: how fast a utility budget moves the weight: the log-weight's step per unit of relative excess
+BUDGET_RATE = 0.05
+#: the weight a utility budget may reach, at least and at most
+BUDGET_WEIGHTS = (1e-3, 1e3)
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,10 @@ class CurvePoint:
     ``utility``: the mean pooled cosine, or with the next-token utility the top-1 next-token
     agreement with the clean model.  ``inverter_recovery``: the share of the probe's tokens the
     adversary trained alongside names (None when training against nearest neighbour); it sees
-    the probe's texts, so it runs above an attacker from scratch on unseen texts.
+    the probe's texts, so it runs above an attacker from scratch on unseen texts.  ``weight``:
+    the obfuscation weight the step trained with (it moves under a utility budget);
+    ``utility_loss``: the probe's utility loss, what a budget holds (next-token KL, or
+    ``1 - cos`` plus the task's cross-entropy).
     """
 
     step: int
@@ -93,11 +108,17 @@ class CurvePoint:
     recovery: float
     noise_level: float
     inverter_recovery: float | None = None
+    weight: float | None = None
+    utility_loss: float | None = None
 
 
 @dataclass(frozen=True)
 class TrainingResult:
-    """The trained transform, its curve, and whether its randomness was seeded."""
+    """The trained transform, its curve, and whether its randomness was seeded.
+
+    ``weight``: the obfuscation weight of the last step (under a ``utility_budget``, where the
+    dual ascent left it).
+    """
 
     transform: ObfuscationTransform
     curve: tuple[CurvePoint, ...]
@@ -106,6 +127,7 @@ class TrainingResult:
     weight: float = COSINE_WEIGHT
     utility: str = POOLED
     attacker: str = LEARNED_ATTACKER
+    utility_budget: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +233,8 @@ def train_transform(
     labels: Sequence[object] | None = None,
     weight: float | None = None,
     utility: str | None = None,
+    utility_budget: float | None = None,
+    transform: ObfuscationTransform | None = None,
     steps: int = 200,
     batch_size: int = 16,
     learning_rate: float | None = None,
@@ -232,6 +256,11 @@ def train_transform(
     ``weight=None``: :data:`TASK_WEIGHT` with the task loss, else :data:`COSINE_WEIGHT`
     (:data:`NEXT_TOKEN_WEIGHT` with the next-token utility).  ``learning_rate=None``:
     :data:`LEARNING_RATE`, or :data:`NEXT_TOKEN_LEARNING_RATE` with the next-token utility.
+    ``utility_budget``: hold the utility loss near this value (next-token KL in nats, or
+    ``1 - cos`` plus the task's cross-entropy) by moving the weight, which starts at ``weight``.
+    ``transform``: train this one (made for ``model``, e.g. by
+    :meth:`~safeshare.obfuscate.transform.ObfuscationTransform.for_model` with a lower noise
+    ceiling, or trained before) instead of a fresh one; it is trained in place.
     """
     torch = require_torch()
     utility = check_utility(model, utility)
@@ -245,6 +274,13 @@ def train_transform(
         raise InputError(f"attacker {attacker!r} is not one of {', '.join(ATTACKERS)}")
     if not weight >= 0 or math.isinf(weight):
         raise InputError(f"weight must be a finite number >= 0, not {weight!r}")
+    if utility_budget is not None and not 0 < utility_budget < math.inf:
+        raise InputError(
+            f"utility budget must be a finite number > 0 (for a causal model the next-token KL "
+            f"in nats, e.g. 2), not {utility_budget!r}"
+        )
+    if utility_budget is not None:
+        weight = min(max(weight, BUDGET_WEIGHTS[0]), BUDGET_WEIGHTS[1])
     if not (1 <= steps <= MAX_STEPS and 1 <= batch_size <= MAX_STEPS and record_every >= 1):
         raise InputError(
             f"steps={steps}, batch_size={batch_size}, record_every={record_every}: each must be "
@@ -264,7 +300,9 @@ def train_transform(
     report = progress or no_progress
     generator, seeded = torch_generator(seed)
     order_rng, _ = torch_generator(None if seed is None else seed + 1)
-    transform = ObfuscationTransform.for_model(model, seed=None if seed is None else seed + 2)
+    if transform is None:
+        transform = ObfuscationTransform.for_model(model, seed=None if seed is None else seed + 2)
+    transform.check_model(model)
     optimizer = torch.optim.Adam(transform.parameters(), lr=learning_rate)
     adversary = None
     if attacker == LEARNED_ATTACKER:
@@ -297,20 +335,45 @@ def train_transform(
         utility_loss, obfuscation, _, _ = _losses(
             model, transform, batch, generator, batch_task, utility, exposure
         )
-        loss = utility_loss + weight * obfuscation
+        over = utility_budget is not None and float(utility_loss.detach()) > utility_budget
+        loss = utility_loss if over else utility_loss + weight * obfuscation
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         if step % record_every == 0 or step == steps:
             value = float(loss.detach())
-            curve.append(
-                _probe(model, transform, probe, generator, (step, value), utility, adversary)
+            probe_task = None if task is None else (task, task.targets[: len(probe.input_ids)])
+            point = _probe(
+                model, transform, probe, generator, (step, value), utility, adversary, probe_task
             )
+            curve.append(dataclasses.replace(point, weight=weight))
+        if utility_budget is not None:
+            weight = spend_budget(weight, float(utility_loss.detach()), utility_budget)
         report("training the obfuscation transform", step / steps)
     transform.network.eval()
     return TrainingResult(
-        transform, tuple(curve), seeded, task is not None, weight, utility, attacker
+        transform,
+        tuple(curve),
+        seeded,
+        task is not None,
+        weight,
+        utility,
+        attacker,
+        utility_budget,
     )
+
+
+def spend_budget(weight: float, utility_loss: float, budget: float) -> float:
+    """The next weight of a dual ascent holding ``utility_loss`` near ``budget``.
+
+    >>> round(spend_budget(1.0, 1.0, 2.0), 4)  # under budget: hide more
+    1.0253
+    >>> spend_budget(1.0, 2.0, 2.0)  # on budget: stay
+    1.0
+    """
+    excess = min(utility_loss / budget - 1, 1.0)
+    low, high = BUDGET_WEIGHTS
+    return min(max(weight * math.exp(-BUDGET_RATE * excess), low), high)
 
 
 def _adversarial(
@@ -338,13 +401,16 @@ def _probe(
     at: tuple[int, float],
     utility_kind: str = POOLED,
     adversary: Adversary | None = None,
+    task: tuple[_Task, Any] | None = None,
 ) -> CurvePoint:
-    """The curve's point at ``at`` = (step, loss): utility, noise level and recoveries."""
+    """The curve's point at ``at`` = (step, loss): utility, noise level and recoveries
+    (``task``: the head and the probe's class indices, whose cross-entropy the utility loss
+    then holds, as the training loss does)."""
     torch = require_torch()
     transform.network.eval()
     with torch.no_grad():
-        _, _, utility, level = _losses(
-            model, transform, probe, generator, utility_kind=utility_kind
+        utility_loss, _, utility, level = _losses(
+            model, transform, probe, generator, task, utility_kind
         )
         noisy = transform.sample(
             model.embed_tokens(probe.input_ids), probe.attention_mask, generator
@@ -356,4 +422,12 @@ def _probe(
         guessed = adversary.inverter.tokens(noisy, mask)
         inverted = recovery(model, guessed, ids, mask, ATTACK_NAME).recovered.value
     step, loss = at
-    return CurvePoint(step, loss, float(utility), found.recovered.value, float(level), inverted)
+    return CurvePoint(
+        step,
+        loss,
+        float(utility),
+        found.recovered.value,
+        float(level),
+        inverted,
+        utility_loss=float(utility_loss),
+    )

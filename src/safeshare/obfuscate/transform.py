@@ -134,12 +134,32 @@ class ObfuscationTransform:
 
     @classmethod
     def for_model(
-        cls, model: FrozenModel, *, hidden: int = 128, seed: int | None = None
+        cls,
+        model: FrozenModel,
+        *,
+        hidden: int = 128,
+        max_noise: float | None = None,
+        seed: int | None = None,
     ) -> ObfuscationTransform:
-        """A fresh (untrained) transform for ``model``; norms are limited to its table's."""
+        """A fresh (untrained) transform for ``model``; norms are limited to its table's.
+
+        ``max_noise``: the largest noise scale a token may get (None: ``e``, the default
+        ceiling ``exp(max_log_scale)``); it must lie above the starting scale, 0.02.
+        """
         table = model.table
+        limits = {}
+        if max_noise is not None:
+            if not 0.02 < max_noise < math.inf:
+                raise InputError(
+                    f"max_noise must be a finite number above the starting scale 0.02, not "
+                    f"{max_noise!r}"
+                )
+            limits["max_log_scale"] = math.log(max_noise)
         config = TransformConfig(
-            dim=int(table.shape[1]), hidden=hidden, max_norm=float(table.norm(dim=1).max())
+            dim=int(table.shape[1]),
+            hidden=hidden,
+            max_norm=float(table.norm(dim=1).max()),
+            **limits,
         )
         return cls(config, model.fingerprint, seed=seed)
 
