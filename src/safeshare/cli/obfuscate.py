@@ -112,9 +112,10 @@ class ObfuscateTrainArguments:
         "--utility-budget",
         help="What utility the transform may spend, in place of a fixed weight: training moves "
         "the weight (starting at --weight) to hold the utility loss near this value: for an "
-        "encoder 1 - cosine, plus the task's cross-entropy with --label-column; for a causal "
-        "model the next-token KL in nats (on SmolLM2 the KL was measured to jump past budgets "
-        "of 1-3 nats: see the training.json curve).",
+        "encoder 1 - cosine, plus the task's cross-entropy with --label-column (1.2 on movie "
+        "reviews and SMS, 3 seeds, 150 steps: F1 0.80-0.96, an inverter trained afterwards "
+        "reads 1.6-5.7% of tokens); for a causal model the next-token KL in nats (on SmolLM2 "
+        "the KL was measured to jump past budgets of 1-3 nats: see the training.json curve).",
         default=None,
     )
     batch_size: int = option("--batch-size", help="Texts per step.", default=16)
