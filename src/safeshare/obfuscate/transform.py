@@ -21,6 +21,7 @@ table), and a :class:`~safeshare.obfuscate.head.ClassificationHead` when one is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import secrets
@@ -147,20 +148,16 @@ class ObfuscationTransform:
         ceiling ``exp(max_log_scale)``); it must lie above the starting scale, 0.02.
         """
         table = model.table
-        limits = {}
+        config = TransformConfig(
+            dim=int(table.shape[1]), hidden=hidden, max_norm=float(table.norm(dim=1).max())
+        )
         if max_noise is not None:
             if not 0.02 < max_noise < math.inf:
                 raise InputError(
                     f"max_noise must be a finite number above the starting scale 0.02, not "
                     f"{max_noise!r}"
                 )
-            limits["max_log_scale"] = math.log(max_noise)
-        config = TransformConfig(
-            dim=int(table.shape[1]),
-            hidden=hidden,
-            max_norm=float(table.norm(dim=1).max()),
-            **limits,
-        )
+            config = dataclasses.replace(config, max_log_scale=math.log(max_noise))
         return cls(config, model.fingerprint, seed=seed)
 
     def parameters(self) -> Any:
