@@ -323,6 +323,7 @@ def train_transform(
         )
     del caught
     curve: list[CurvePoint] = []
+    probe_task = None if task is None else (task, task.targets[: len(probe.input_ids)])
     order = torch.randperm(len(batches), generator=order_rng)
     for step in range(1, steps + 1):
         chosen = int(order[(step - 1) % len(batches)])
@@ -335,20 +336,20 @@ def train_transform(
         utility_loss, obfuscation, _, _ = _losses(
             model, transform, batch, generator, batch_task, utility, exposure
         )
-        over = utility_budget is not None and float(utility_loss.detach()) > utility_budget
+        spent = float(utility_loss.detach())
+        over = utility_budget is not None and spent > utility_budget
         loss = utility_loss if over else utility_loss + weight * obfuscation
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         if step % record_every == 0 or step == steps:
             value = float(loss.detach())
-            probe_task = None if task is None else (task, task.targets[: len(probe.input_ids)])
             point = _probe(
                 model, transform, probe, generator, (step, value), utility, adversary, probe_task
             )
             curve.append(dataclasses.replace(point, weight=weight))
         if utility_budget is not None:
-            weight = spend_budget(weight, float(utility_loss.detach()), utility_budget)
+            weight = spend_budget(weight, spent, utility_budget)
         report("training the obfuscation transform", step / steps)
     transform.network.eval()
     return TrainingResult(
