@@ -239,11 +239,9 @@ def test_search_is_exact_when_it_sorts_a_few_nodes_at_a_time(case, at_once):
     with mock.patch("safeshare.anonymize.search._SORTED_AT_ONCE", at_once):
         test_search_matches_exhaustive_enumeration.hypothesis.inner_test(case)
         problem, metric = case
-        search = _Search(problem, metric)
-        nodes = np.arange(problem.lattice.size)
-        keys = -search.bounds
-        sliced = np.concatenate(list(search._highest_first(nodes)))
-    np.testing.assert_array_equal(sliced, np.argsort(keys, kind="stable"))
+        search = _Search(problem, metric)  # (nothing checked: every node is open)
+        sliced = np.concatenate(list(search._highest_first()))
+    np.testing.assert_array_equal(sliced, np.argsort(-search.bounds, kind="stable"))
 
 
 def test_group_rows_dense_and_sparse_agree():
@@ -278,6 +276,43 @@ def test_lattice_minimal_nodes():
     grid[lattice.above((0, 2))] = True
     minimal = {tuple(lattice.levels(i).tolist()) for i in lattice.minimal(grid)}
     assert minimal == {(1, 0), (0, 2)}
+
+
+def test_lattice_minimal_among_a_few_nodes_agrees_with_the_whole_lattice():
+    rng = np.random.default_rng(3)
+    lattice = Lattice((3, 1, 4, 2))
+    grid = np.zeros(lattice.shape, dtype=bool)
+    for _ in range(4):  # an up-closed mask: the union of four cones
+        grid[lattice.above(tuple(int(rng.integers(0, h + 1)) for h in lattice.hi))] = True
+    everywhere = set(lattice.minimal(grid).tolist())
+    some = np.flatnonzero(grid.ravel())[::2]
+    assert set(lattice.minimal_among(some, grid.ravel()).tolist()) == everywhere & set(
+        some.tolist()
+    )
+
+
+def _chain(name: str, height: int) -> Hierarchy:
+    """Values 0 .. 2**height - 1, halved at each level."""
+    rows = [
+        [f"v{i}", *(f"L{lv}-{i >> lv}" for lv in range(1, height)), "*"] for i in range(2**height)
+    ]
+    return Hierarchy.from_rows(name, rows)
+
+
+@pytest.mark.parametrize("at_once", [50, 200])
+def test_large_lattices_are_sliced_from_a_sample_in_the_order_of_one_sort(at_once):
+    """On a lattice much larger than a slice, each slice's lowest bound is estimated from a
+    sample: the slices still come in the order of one stable sort (every node tied with a
+    slice's last is in it), and they hold about as many nodes as asked."""
+    heights = (2, 3, 4, 5, 6)  # 2,520 nodes, 247 distinct bounds
+    hs = [_chain(f"c{h}", h) for h in heights]
+    problem = Problem.build(hs, [np.arange(64) % 2**h for h in heights], models=[KAnonymity(2)])
+    search = _Search(problem, "precision")  # (nothing checked: every node is open)
+    with mock.patch("safeshare.anonymize.search._SORTED_AT_ONCE", at_once):
+        slices = list(search._highest_first())
+    np.testing.assert_array_equal(np.concatenate(slices), np.argsort(-search.bounds, kind="stable"))
+    assert len(slices) > 1
+    assert at_once / 2 <= np.median([len(s) for s in slices]) <= 2 * at_once
 
 
 def _adult_problem(limit: float) -> Problem:

@@ -109,13 +109,17 @@ class Lattice:
 
     def minimal(self, mask: np.ndarray) -> np.ndarray:
         """Indices of the minimal nodes of an up-closed boolean ``mask`` (lattice-shaped)."""
-        has_lower = np.zeros(self.shape, dtype=bool)
-        for axis in range(len(self.shape)):
-            shifted = np.zeros(self.shape, dtype=bool)
-            target = [slice(None)] * len(self.shape)
-            source = [slice(None)] * len(self.shape)
-            target[axis] = slice(1, None)
-            source[axis] = slice(0, -1)
-            shifted[tuple(target)] = mask[tuple(source)]
-            has_lower |= shifted
-        return np.flatnonzero((mask & ~has_lower).ravel())
+        flat = mask.reshape(-1)
+        return self.minimal_among(np.flatnonzero(flat), flat)
+
+    def minimal_among(self, indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Those of ``indices`` (nodes in the up-closed boolean ``mask``, flat) that no direct
+        predecessor in ``mask`` lies under: the minimal nodes among them, at a cost in the
+        number of ``indices``, not the lattice's size."""
+        keep = np.ones(len(indices), dtype=bool)
+        for size, stride in zip(self.shape, self.strides, strict=True):
+            if size > 1:
+                has_lower = (indices // stride) % size > 0
+                lower = indices[has_lower] - stride
+                keep[np.flatnonzero(has_lower)[mask[lower]]] = False
+        return indices[keep]

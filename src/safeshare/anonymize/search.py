@@ -97,11 +97,32 @@ def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
         return np.zeros(lattice.size)
     importance = problem.quality.importance
     total = np.zeros(1)
-    for c, values in enumerate(bounds):  # (the outer sum of the columns' shares, in order:
-        # each step writes an array the size of the lattice so far, about 1.5 lattices in all)
-        total = np.add.outer(total, importance[c] * values[lattice.lo[c] : lattice.hi[c] + 1])
-        total = total.reshape(-1)
-    return total
+    for c in reversed(range(len(bounds))):  # (the outer sum of the columns' shares, from the
+        # last column: each step adds one share to the whole sum so far, a long contiguous run,
+        # where from the first column each run would be as short as the column added)
+        share = importance[c] * bounds[c][lattice.lo[c] : lattice.hi[c] + 1]
+        total = np.add.outer(share, total).reshape(-1)
+    # to 12 decimals (a change under the search's tolerance): bounds that are equal but for
+    # the order of their sum's terms become equal, so the lowest index comes first among them
+    np.multiply(total, 1e12, out=total)
+    np.rint(total, out=total)
+    return np.divide(total, 1e12, out=total)
+
+
+def _about_the_largest(values: np.ndarray, mask: np.ndarray, count: int, wanted: int) -> float:
+    """A value that about ``wanted`` of the ``count`` ``values`` in ``mask`` are at least, and
+    one of them: exactly the ``wanted``-th largest on small lattices; on large ones the 32nd
+    largest of a sample drawn at ``32 * size / wanted`` positions ``i * P mod size``, for a
+    large prime ``P`` (positions that follow no lattice's order)."""
+    size = values.size
+    sample_size = 32 * size // wanted
+    if sample_size >= size:
+        return float(-np.partition(-values[mask], wanted - 1)[wanted - 1])
+    positions = np.arange(sample_size, dtype=np.int64) * 2_654_435_761 % size
+    chosen = values[positions[mask[positions]]]
+    if chosen.size <= 32:  # (unlikely: about 32 * count / wanted are drawn)
+        return float(chosen.min()) if chosen.size else -math.inf
+    return float(-np.partition(-chosen, 31)[31])
 
 
 def optimal_search(problem: Problem, metric: str = "precision") -> SearchResult:
@@ -260,22 +281,32 @@ class _Search:
         highest node on a path upwards that it expects to violate, and checks it; if it does
         not settle the start, nodes lower on the path are tried, each step twice the last.
         """
-        under = np.flatnonzero((self.bounds <= self.cutoff + _EPS) & (self.state == 0))
-        for order in self._highest_first(under):
+        for order in self._highest_first():
             self._settle_in_order(order)
 
-    def _highest_first(self, nodes: np.ndarray) -> Iterator[np.ndarray]:
-        """``nodes`` (ascending) by bound, highest first and ties lowest index first, in slices
-        of about :data:`_SORTED_AT_ONCE`: each slice is sorted once the checks before it have
-        settled what they can, so the nodes they settle are never sorted (on a lattice of
-        400,000 nodes a few dozen checks settle nearly all)."""
-        keys = -self.bounds[nodes]
-        while nodes.size > _SORTED_AT_ONCE:  # (the slice holds every node tied with its last)
-            head = keys <= np.partition(keys, _SORTED_AT_ONCE)[_SORTED_AT_ONCE]
-            yield nodes[head][np.argsort(keys[head], kind="stable")]
-            rest = ~head & (self.state[nodes] == 0) & ~self.checked[nodes]
-            nodes, keys = nodes[rest], keys[rest]
-        yield nodes[np.argsort(keys, kind="stable")]
+    def _highest_first(self) -> Iterator[np.ndarray]:
+        """The open nodes under the cutoff by bound, highest first and ties lowest index first,
+        in slices of about :data:`_SORTED_AT_ONCE`: each slice is found and sorted once the
+        checks before it have settled what they can, so the nodes they settle are never sorted
+        (on a lattice of 400,000 nodes a few dozen checks settle nearly all).  A slice holds
+        every node tied with its last; finding one costs a few passes over lattice-wide masks,
+        never an array of all open nodes."""
+        bounds = self.bounds
+        ceiling = math.inf  # (the bounds of every slice so far are at least this)
+        while True:
+            open_ = (self.state == 0) & ~self.checked & (bounds <= self.cutoff + _EPS)
+            if ceiling < math.inf:
+                open_ &= bounds < ceiling
+            count = int(np.count_nonzero(open_))
+            if count == 0:
+                return
+            if count > _SORTED_AT_ONCE:
+                ceiling = _about_the_largest(bounds, open_, count, _SORTED_AT_ONCE)
+                open_ &= bounds >= ceiling
+            nodes = np.flatnonzero(open_)
+            yield nodes[np.argsort(-bounds[nodes], kind="stable")]
+            if count <= _SORTED_AT_ONCE:
+                return
 
     def _settle_in_order(self, order: np.ndarray) -> None:
         """Settle the nodes of ``order`` that are still open, in order."""
@@ -346,20 +377,23 @@ class _Search:
         bounds, state, n = self.bounds, self.state, self.n
         if not (state > 0).any() and not any(a.feasible for a in self.assessed.values()):
             raise no_solution(problem, evaluator)
-        reachable = bounds + self.at_least * (1 - bounds) / n if self.uses_floor else bounds
-        candidates = (
-            (state >= 0) & (reachable <= self.cutoff + _EPS) & (self.at_least <= self.limit)
-        )
+        order = np.flatnonzero((state >= 0) & (bounds <= self.cutoff + _EPS))
+        at_least = self.at_least[order]
+        reachable = bounds[order]
+        if self.uses_floor:
+            reachable = reachable + at_least * (1 - reachable) / n
+        kept = (reachable <= self.cutoff + _EPS) & (at_least <= self.limit)
+        order, reachable = order[kept], reachable[kept]
         if evaluator.fully_monotone and problem.max_suppressed == 0:
-            minimal = np.zeros(lattice.size, dtype=bool)
-            minimal[lattice.minimal(self.grid > 0)] = True
-            candidates &= minimal
-        order = np.flatnonzero(candidates)
-        order = order[np.lexsort((order, reachable[order]))]
+            minimal = lattice.minimal_among(order[state[order] > 0], state > 0)
+            kept = np.isin(order, minimal, assume_unique=True)
+            order, reachable = order[kept], reachable[kept]
+        sort = np.lexsort((order, reachable))
+        order, reachable = order[sort], reachable[sort]
         best, best_node, best_suppressed = math.inf, None, 0
         ties: list[tuple[int, ...]] = []
-        for candidate in order.tolist():
-            if reachable[candidate] > best + _EPS:
+        for candidate, reach in zip(order.tolist(), reachable.tolist(), strict=True):
+            if reach > best + _EPS:
                 break
             if candidate not in self.assessed and (
                 state[candidate] < 0 or self._reach(candidate) > best + _EPS
