@@ -1,7 +1,8 @@
 """Utility against the strongest attack: the learned transform's frontier beside Gaussian noise.
 
 Two held-out text classification tasks with the frozen MiniLM: movie-review sentences (UCI
-Sentiment, IMDb part; the main case) and SMS spam (the second). For each, 600 texts train the
+Sentiment, IMDb part; the main case) and SMS spam (the second); ``--tasks yelp`` adds a third,
+the Yelp part (its public texts Amazon's and IMDb's). For each, 600 texts train the
 task head (on clean embeddings) and the transform; 200 unseen texts are sent obfuscated, with a
 synthetic name and an 11-digit number planted in each, and attacked by every attack on every
 row: nearest neighbour, BeamClean-style (bigram prior) and a learned inverter trained **from
@@ -61,11 +62,13 @@ TEXT = SHARED / "datasets" / "text"
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 0.02  # "equal F1": within this
 KL_TOLERANCE = 0.1  # "equal next-token KL": at most this share above
-PUBLIC = ("uci_sentiment_amazon_cells_labelled.tsv", "uci_sentiment_yelp_labelled.tsv")
-#: task -> (file under datasets/text, its two columns in order)
+AMAZON, YELP = "uci_sentiment_amazon_cells_labelled.tsv", "uci_sentiment_yelp_labelled.tsv"
+#: task -> (file under datasets/text, its two columns in order, the public review sets: never
+#: the task's own source)
 TASKS = {
-    "imdb": ("uci_sentiment_imdb_labelled.tsv", ["text", "label"]),
-    "sms": ("sms_spam_collection.tsv", ["label", "text"]),
+    "imdb": ("uci_sentiment_imdb_labelled.tsv", ["text", "label"], (AMAZON, YELP)),
+    "sms": ("sms_spam_collection.tsv", ["label", "text"], (AMAZON, YELP)),
+    "yelp": (YELP, ["text", "label"], (AMAZON, "uci_sentiment_imdb_labelled.tsv")),
 }
 
 
@@ -81,13 +84,13 @@ def task_data(
     ``same_site`` texts of the task's own source, after the attacked ones, join the public."""
     if task not in TASKS:
         raise SystemExit(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
-    name, columns = TASKS[task]
+    name, columns, public_sets = TASKS[task]
     frame = pd.read_csv(TEXT / name, sep="\t", header=None, names=columns, quoting=3)
     order = np.random.default_rng(0).permutation(len(frame))
     train, test = frame.iloc[order[:600]], frame.iloc[order[600:800]]
     public = pd.concat(
         pd.read_csv(TEXT / name, sep="\t", header=None, names=["text", "label"], quoting=3)
-        for name in PUBLIC
+        for name in public_sets
     )["text"]
     lines = [str(text).replace("\n", " ") for text in public if str(text).strip()]
     own = frame.iloc[order[800 : 800 + same_site]]["text"]

@@ -264,23 +264,11 @@ def train_transform(
     """
     torch = require_torch()
     utility = check_utility(model, utility)
-    if weight is None and utility == NEXT_TOKEN:
-        weight = NEXT_TOKEN_WEIGHT
-    elif weight is None:
-        weight = COSINE_WEIGHT if head is None else TASK_WEIGHT
-    if learning_rate is None:
-        learning_rate = NEXT_TOKEN_LEARNING_RATE if utility == NEXT_TOKEN else LEARNING_RATE
     if attacker not in ATTACKERS:
         raise InputError(f"attacker {attacker!r} is not one of {', '.join(ATTACKERS)}")
-    if not weight >= 0 or math.isinf(weight):
-        raise InputError(f"weight must be a finite number >= 0, not {weight!r}")
-    if utility_budget is not None and not 0 < utility_budget < math.inf:
-        raise InputError(
-            f"utility budget must be a finite number > 0 (for a causal model the next-token KL "
-            f"in nats, e.g. 2), not {utility_budget!r}"
-        )
-    if utility_budget is not None:
-        weight = min(max(weight, BUDGET_WEIGHTS[0]), BUDGET_WEIGHTS[1])
+    weight = _starting_weight(weight, utility, head is not None, utility_budget)
+    if learning_rate is None:
+        learning_rate = NEXT_TOKEN_LEARNING_RATE if utility == NEXT_TOKEN else LEARNING_RATE
     if not (1 <= steps <= MAX_STEPS and 1 <= batch_size <= MAX_STEPS and record_every >= 1):
         raise InputError(
             f"steps={steps}, batch_size={batch_size}, record_every={record_every}: each must be "
@@ -307,34 +295,18 @@ def train_transform(
     adversary = None
     if attacker == LEARNED_ATTACKER:
         adversary = Adversary(model, seed=None if seed is None else seed + 3)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        probe = model.tokenize(texts[:probe_size])
-        starts = range(0, len(texts), batch_size)
-        batches = [model.tokenize(texts[start : start + batch_size]) for start in starts]
-    classes = [None if task is None else task.targets[s : s + batch_size] for s in starts]
-    truncated = sum(batch.truncated for batch in batches)
-    if truncated:
-        warnings.warn(
-            f"{truncated} of {len(texts)} training texts are longer than {model.max_length} "
-            "tokens and were truncated to it; pass a larger max_length or shorter texts",
-            UserWarning,
-            stacklevel=2,
-        )
-    del caught
+    data = _Batches.of(model, texts, task, batch_size, probe_size)
     curve: list[CurvePoint] = []
-    probe_task = None if task is None else (task, task.targets[: len(probe.input_ids)])
-    order = torch.randperm(len(batches), generator=order_rng)
+    order = torch.randperm(len(data.batches), generator=order_rng)
     for step in range(1, steps + 1):
-        chosen = int(order[(step - 1) % len(batches)])
+        chosen = int(order[(step - 1) % len(data.batches)])
         transform.network.train()
-        batch_task = None if task is None else (task, classes[chosen])
-        batch = batches[chosen]
+        batch = data.batches[chosen]
         exposure = None
         if adversary is not None:
             exposure = _adversarial(model, transform, adversary, batch, generator)
         utility_loss, obfuscation, _, _ = _losses(
-            model, transform, batch, generator, batch_task, utility, exposure
+            model, transform, batch, generator, data.task_of(chosen), utility, exposure
         )
         spent = float(utility_loss.detach())
         over = utility_budget is not None and spent > utility_budget
@@ -345,8 +317,9 @@ def train_transform(
         if step % record_every == 0 or step == steps:
             value = float(loss.detach())
             point = _probe(
-                model, transform, probe, generator, (step, value), utility, adversary, probe_task
-            )
+                model, transform, data.probe, generator, (step, value), utility, adversary,
+                data.probe_task,
+            )  # fmt: skip
             curve.append(dataclasses.replace(point, weight=weight))
         if utility_budget is not None:
             weight = spend_budget(weight, spent, utility_budget)
@@ -362,6 +335,72 @@ def train_transform(
         attacker,
         utility_budget,
     )
+
+
+def _starting_weight(
+    weight: float | None, utility: str, has_task: bool, budget: float | None
+) -> float:
+    """The privacy weight training starts from (checked; the default when ``None``), kept
+    within :data:`BUDGET_WEIGHTS` under a ``budget`` (which is checked too)."""
+    if weight is None and utility == NEXT_TOKEN:
+        weight = NEXT_TOKEN_WEIGHT
+    elif weight is None:
+        weight = TASK_WEIGHT if has_task else COSINE_WEIGHT
+    if not weight >= 0 or math.isinf(weight):
+        raise InputError(f"weight must be a finite number >= 0, not {weight!r}")
+    if budget is None:
+        return weight
+    if not 0 < budget < math.inf:
+        raise InputError(
+            f"utility budget must be a finite number > 0 (for a causal model the next-token KL "
+            f"in nats, e.g. 2), not {budget!r}"
+        )
+    return min(max(weight, BUDGET_WEIGHTS[0]), BUDGET_WEIGHTS[1])
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """The training texts tokenized once: the batches training cycles through, the fixed probe
+    batch of the curve, and each one's slice of the task's targets (None without a task)."""
+
+    batches: list[Batch]
+    targets: list[Any]
+    probe: Batch
+    probe_task: tuple[_Task, Any] | None
+    task: _Task | None
+
+    @classmethod
+    def of(
+        cls,
+        model: FrozenModel,
+        texts: list[str],
+        task: _Task | None,
+        batch_size: int,
+        probe_size: int,
+    ) -> _Batches:
+        """Tokenize ``texts`` in batches (warning once, with the count, when some are cut to
+        the model's length) and the first ``probe_size`` as the probe."""
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")  # (the per-call warnings are summed up below)
+            probe = model.tokenize(texts[:probe_size])
+            starts = range(0, len(texts), batch_size)
+            batches = [model.tokenize(texts[start : start + batch_size]) for start in starts]
+        truncated = sum(batch.truncated for batch in batches)
+        if truncated:
+            warnings.warn(
+                f"{truncated} of {len(texts)} training texts are longer than "
+                f"{model.max_length} tokens and were truncated to it; pass a larger max_length "
+                "or shorter texts",
+                UserWarning,
+                stacklevel=3,
+            )
+        targets = [None if task is None else task.targets[s : s + batch_size] for s in starts]
+        probe_task = None if task is None else (task, task.targets[: len(probe.input_ids)])
+        return cls(batches, targets, probe, probe_task, task)
+
+    def task_of(self, index: int) -> tuple[_Task, Any] | None:
+        """Batch ``index``'s task and targets, for the loss (None without a task)."""
+        return None if self.task is None else (self.task, self.targets[index])
 
 
 def spend_budget(weight: float, utility_loss: float, budget: float) -> float:
