@@ -317,9 +317,15 @@ def train_transform(
         if step % record_every == 0 or step == steps:
             value = float(loss.detach())
             point = _probe(
-                model, transform, data.probe, generator, (step, value), utility, adversary,
+                model,
+                transform,
+                data.probe,
+                generator,
+                (step, value),
+                utility,
+                adversary,
                 data.probe_task,
-            )  # fmt: skip
+            )
             curve.append(dataclasses.replace(point, weight=weight))
         if utility_budget is not None:
             weight = spend_budget(weight, spent, utility_budget)
