@@ -113,13 +113,16 @@ class Lattice:
         return self.minimal_among(np.flatnonzero(flat), flat)
 
     def minimal_among(self, indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Those of ``indices`` (nodes in the up-closed boolean ``mask``, flat) that no direct
-        predecessor in ``mask`` lies under: the minimal nodes among them, at a cost in the
-        number of ``indices``, not the lattice's size."""
-        keep = np.ones(len(indices), dtype=bool)
+        """Those of ``indices`` (nodes in the up-closed boolean ``mask``, flat) that are minimal
+        in it, at a cost in the number of ``indices``, not the lattice's size."""
+        return indices[~self.has_lower_in(indices, mask)]
+
+    def has_lower_in(self, indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Per node of ``indices``, whether one of its direct predecessors is in the boolean
+        ``mask`` (flat)."""
+        lower = np.zeros(len(indices), dtype=bool)
         for size, stride in zip(self.shape, self.strides, strict=True):
             if size > 1:
                 has_lower = (indices // stride) % size > 0
-                lower = indices[has_lower] - stride
-                keep[np.flatnonzero(has_lower)[mask[lower]]] = False
-        return indices[keep]
+                lower[np.flatnonzero(has_lower)[mask[indices[has_lower] - stride]]] = True
+        return lower

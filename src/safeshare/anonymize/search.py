@@ -109,18 +109,18 @@ def lower_bounds(problem: Problem, metric: str) -> np.ndarray:
     return np.divide(total, 1e12, out=total)
 
 
-def _about_the_largest(values: np.ndarray, mask: np.ndarray, count: int, wanted: int) -> float:
-    """A value that about ``wanted`` of the ``count`` ``values`` in ``mask`` are at least, and
-    one of them: exactly the ``wanted``-th largest on small lattices; on large ones the 32nd
-    largest of a sample drawn at ``32 * size / wanted`` positions ``i * P mod size``, for a
-    large prime ``P`` (positions that follow no lattice's order)."""
+def _about_the_largest(values: np.ndarray, mask: np.ndarray, wanted: int) -> float:
+    """A value that about ``wanted`` of the ``values`` in ``mask`` (more than ``wanted``) are
+    at least, and one of them: exactly the ``wanted``-th largest on small lattices; on large
+    ones the 32nd largest of a sample drawn at ``32 * size / wanted`` positions
+    ``i * P mod size``, for a large prime ``P`` (positions that follow no lattice's order)."""
     size = values.size
     sample_size = 32 * size // wanted
     if sample_size >= size:
         return float(-np.partition(-values[mask], wanted - 1)[wanted - 1])
     positions = np.arange(sample_size, dtype=np.int64) * 2_654_435_761 % size
     chosen = values[positions[mask[positions]]]
-    if chosen.size <= 32:  # (unlikely: about 32 * count / wanted are drawn)
+    if chosen.size <= 32:  # (unlikely: over 32 of those in the mask are drawn on average)
         return float(chosen.min()) if chosen.size else -math.inf
     return float(-np.partition(-chosen, 31)[31])
 
@@ -301,7 +301,7 @@ class _Search:
             if count == 0:
                 return
             if count > _SORTED_AT_ONCE:
-                ceiling = _about_the_largest(bounds, open_, count, _SORTED_AT_ONCE)
+                ceiling = _about_the_largest(bounds, open_, _SORTED_AT_ONCE)
                 open_ &= bounds >= ceiling
             nodes = np.flatnonzero(open_)
             yield nodes[np.argsort(-bounds[nodes], kind="stable")]
@@ -375,7 +375,8 @@ class _Search:
         minimal satisfying nodes are candidates."""
         problem, evaluator, lattice = self.problem, self.evaluator, self.lattice
         bounds, state, n = self.bounds, self.state, self.n
-        if not (state > 0).any() and not any(a.feasible for a in self.assessed.values()):
+        satisfying = state > 0
+        if not satisfying.any() and not any(a.feasible for a in self.assessed.values()):
             raise no_solution(problem, evaluator)
         order = np.flatnonzero((state >= 0) & (bounds <= self.cutoff + _EPS))
         at_least = self.at_least[order]
@@ -385,8 +386,7 @@ class _Search:
         kept = (reachable <= self.cutoff + _EPS) & (at_least <= self.limit)
         order, reachable = order[kept], reachable[kept]
         if evaluator.fully_monotone and problem.max_suppressed == 0:
-            minimal = lattice.minimal_among(order[state[order] > 0], state > 0)
-            kept = np.isin(order, minimal, assume_unique=True)
+            kept = satisfying[order] & ~lattice.has_lower_in(order, satisfying)
             order, reachable = order[kept], reachable[kept]
         sort = np.lexsort((order, reachable))
         order, reachable = order[sort], reachable[sort]
