@@ -179,6 +179,35 @@ def test_identifier_transforms(monkeypatch, tmp_path):
     assert out["income"].tolist() == ["10", "100", "90", "20"]
 
 
+@pytest.mark.parametrize("drop_subject", ["transform", "other_columns"])
+def test_a_date_shift_reads_its_subject_before_the_subject_is_dropped(monkeypatch, drop_subject):
+    monkeypatch.setenv("TEST_KEY", KEY)
+    frame = pd.DataFrame(
+        {
+            "age": ["30", "31", "32", "33"],
+            "patient": ["p1", "p1", "p2", "p3"],
+            "visit": ["2024-01-01", "2024-01-05", "2024-02-01", "2024-03-01"],
+        }
+    )
+    transforms: dict = {  # (the drop listed first: the release still reads the subject)
+        "patient": "drop",
+        "visit": {"date_shift": {"subject": "patient", "key_env": "TEST_KEY", "max_days": 10}},
+    }
+    if drop_subject == "other_columns":
+        del transforms["patient"]
+    config = {
+        "quasi_identifiers": {"age": {"hierarchy": {"intervals": [10]}}},
+        "privacy": {"k": 2},
+        "transforms": transforms,
+        "other_columns": "drop",
+    }
+    out = Anonymizer(config).fit(frame).frame
+    assert list(out.columns) == ["age", "visit"]
+    shifted = pd.to_datetime(out["visit"])
+    assert (shifted[1] - shifted[0]).days == 4  # one subject, one offset
+    assert shifted[0] != pd.Timestamp("2024-01-01") or shifted[2] != pd.Timestamp("2024-02-01")
+
+
 def test_pseudonyms_keyed_stable_and_not_reversible_by_hashing():
     domain = [f"{i:04d}" for i in range(10_000)]  # a small identifier domain (PINs)
     values = pd.Series(["0042", "1234", "0042"])

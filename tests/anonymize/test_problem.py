@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from safeshare.anonymize.grouping import dense_limit, relabel
+from safeshare.anonymize.grouping import dense_limit, marking_limit, relabel
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.models import KAnonymity
 from safeshare.anonymize.problem import Problem
@@ -63,3 +63,7 @@ def test_build_keeps_each_record_on_its_distinct_row():
         assert (problem.codes[c][problem.record_rows] == column).all()
     assert problem.weights.sum() == 5000
     assert len(problem.weights) == len({tuple(row) for row in np.stack(codes, axis=1).tolist()})
+    # 30**4 keys are too many to mark at once: the first three columns are relabelled first,
+    # and the distinct rows still come in the order of their codes
+    rows = np.stack(problem.codes, axis=1).tolist()
+    assert marking_limit(5000) < 30**4 and rows == sorted(rows)

@@ -310,8 +310,11 @@ class Anonymizer:
 
 def _as_frame(data: pd.DataFrame | Table) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
-        frame = data.copy()
-        frame.columns = [str(c) for c in frame.columns]
+        # (a shallow copy: nothing here writes into a column, and renaming the copy's columns
+        # leaves the caller's frame as it was)
+        frame = data.copy(deep=False)
+        if not all(isinstance(c, str) for c in frame.columns):
+            frame.columns = [str(c) for c in frame.columns]
         return frame
     if isinstance(data, Table):
         out = {}

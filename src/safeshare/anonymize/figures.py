@@ -71,6 +71,8 @@ def written_classes(prepared: Prepared, partition: Partition, *, masked: bool) -
     shown = np.flatnonzero(kept)
     hidden = ~kept
     masking = masked and bool(hidden.any())
+    if not masking and partition.one_node:  # (the classes are the written table's already)
+        return classes.subset(shown)
     sample = class_rows(partition.row_class, len(classes))[shown]
     levels = partition.class_levels[shown]
     key = np.zeros(len(shown) + masking, dtype=np.int64)

@@ -31,6 +31,12 @@ def dense_limit(rows: int) -> int:
     return _DENSE_FACTOR * rows + _DENSE_MIN
 
 
+def marking_limit(rows: int) -> int:
+    """The largest key space that :func:`relabel` relabels ``rows`` keys in by marking (else by
+    a sort, several times slower)."""
+    return _MARK_FACTOR * rows + _MARK_MIN
+
+
 def group_rows(
     keys: np.ndarray, space: int, weights: Sequence[np.ndarray], first: bool = True
 ) -> tuple[np.ndarray | None, list[np.ndarray]]:
@@ -141,7 +147,7 @@ def relabel(keys: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     n = len(keys)
     if n == 0:
         return np.zeros(0, dtype=np.intp), 0
-    if space <= _MARK_FACTOR * n + _MARK_MIN:
+    if space <= marking_limit(n):
         marked = np.zeros(space, dtype=bool)
         marked[keys] = True
         present = np.flatnonzero(marked)

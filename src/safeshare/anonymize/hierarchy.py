@@ -77,6 +77,9 @@ class Hierarchy:
     _numeric: dict[float, int] | None = field(init=False, repr=False, compare=False)
     _label_indexes: dict[int, pd.Index] = field(init=False, repr=False, compare=False)
     _intervals: dict[int, np.ndarray | None] = field(init=False, repr=False, compare=False)
+    _coverage: dict[int, tuple[np.ndarray, np.ndarray]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
@@ -94,6 +97,7 @@ class Hierarchy:
         object.__setattr__(self, "_numeric", numeric or None)
         object.__setattr__(self, "_label_indexes", {})
         object.__setattr__(self, "_intervals", {})
+        object.__setattr__(self, "_coverage", {})
         for array in self.maps:
             array.flags.writeable = False
 
@@ -273,6 +277,27 @@ class Hierarchy:
             for i in np.flatnonzero(present)
         ]
         return Hierarchy.from_rows(self.column, rows, source=self.source)
+
+    def coverage(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per label of ``level``: the share of the column's other values it covers (ARX's
+        Loss of the label), and the share of the column's range its interval spans (NCP; the
+        first share again where the column is not numeric).  Computed once per level.
+
+        >>> h = Hierarchy.from_rows("a", [["1", "1-2", "*"], ["2", "1-2", "*"], ["4", "4", "*"]])
+        >>> [share.tolist() for share in h.coverage(1)]
+        [[0.5, 0.0], [0.3333333333333333, 0.0]]
+        """
+        found = self._coverage.get(level)
+        if found is None:
+            loss = (self.leaves(level) - 1) / max(len(self.values) - 1, 1)
+            box = self.interval(level)
+            ncp = loss
+            if box is not None and box[:, 1].max() > box[:, 0].min():
+                ncp = (box[:, 1] - box[:, 0]) / (box[:, 1].max() - box[:, 0].min())
+            for share in (loss, ncp):
+                share.flags.writeable = False
+            self._coverage[level] = found = (loss, ncp)
+        return found
 
     def interval(self, level: int) -> np.ndarray | None:
         """For numeric hierarchies, each label's (low, high) over the values it covers.

@@ -123,7 +123,10 @@ def sensitive_columns(
         if h is None and spec.hierarchy is not None:
             h = build_hierarchy(config, name, spec.hierarchy, frame[name])
         if h is not None:
-            code = h.encode(frame[name].where(frame[name].notna(), None), weights=weights)
+            column = frame[name]
+            if column.hasnans:
+                column = column.where(column.notna(), None)
+            code = h.encode(column, weights=weights)
             labels = h.values
             parents = tuple(
                 _parent_map(h.maps[level], h.maps[level + 1]) for level in range(h.height)

@@ -92,11 +92,15 @@ def release_records(
             shown = np.where(keep, label_codes, labels.index(TOP))
         shown = shown[keep] if removing else shown
         released[name] = pd.Categorical.from_codes(shown, categories=index, validate=False)
-    for name in frame.columns:
+    dropped = _dropped(config, list(frame.columns))
+    # (a date shift reads its subject, which may be dropped after)
+    subjects = {s.date_shift.subject for s in config.transforms.values() if s.date_shift}
+    written = [name for name in frame.columns if name not in dropped or name in subjects]
+    for name in written:
         if name not in released:
             values = frame[name].array
             released[name] = values[keep] if removing else values
-    out = pd.DataFrame({name: released[name] for name in frame.columns})
+    out = pd.DataFrame({name: released[name] for name in written}, copy=False)
     domain = Domain(
         tuple(
             Column(
@@ -112,11 +116,9 @@ def release_records(
     )
     table = Table({name: columns[name][keep] for name in qis}, domain)
     for name, spec in config.transforms.items():
-        if spec.drop:
-            out = out.drop(columns=[name])
-        elif spec.keep:
+        if spec.drop or spec.keep:
             continue
-        elif spec.pseudonymize is not None:
+        if spec.pseudonymize is not None:
             key = SecretKey.load(
                 key_file=config.resolve(spec.pseudonymize.key_file)
                 if spec.pseudonymize.key_file
@@ -144,14 +146,8 @@ def release_records(
             out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
         else:
             out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
-    dropped = set(
-        unnamed_identifiers(config, out.columns)
-        if config.other_columns == "keep"
-        else _unnamed(config, out.columns)
-    )
-    if dropped:
-        out = out[[c for c in out.columns if c not in dropped]]
-    return out, table
+    late = [name for name in written if name in dropped]
+    return (out.drop(columns=late) if late else out), table
 
 
 NAMED_IDENTIFIER = "drop (named like a direct identifier)"
@@ -161,6 +157,18 @@ def unnamed_identifiers(config: AnonymizeConfig, columns: Iterable[object]) -> l
     """The columns the config names nowhere whose names mark direct identifiers: dropped even
     under ``other_columns: keep`` (``transforms: {name: keep}`` releases one on purpose)."""
     return [c for c in _unnamed(config, columns) if identifier_by_name(c) is not None]
+
+
+def _dropped(config: AnonymizeConfig, columns: list[str]) -> set[str]:
+    """The columns the release leaves out: those a transform drops, and those the config
+    names nowhere (every one, or under ``other_columns: keep`` the direct identifiers)."""
+    dropped = {name for name, spec in config.transforms.items() if spec.drop}
+    named_nowhere = (
+        unnamed_identifiers(config, columns)
+        if config.other_columns == "keep"
+        else _unnamed(config, columns)
+    )
+    return dropped.union(named_nowhere)
 
 
 def _unnamed(config: AnonymizeConfig, columns: Iterable[object]) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from operator import itemgetter
 
 import numpy as np
@@ -40,6 +40,7 @@ from safeshare.anonymize.grouping import (
     dense_limit,
     group_rows,
     group_sums,
+    marking_limit,
     relabel,
     representatives,
 )
@@ -116,6 +117,13 @@ class Chunking:
         for c, g in enumerate(self.group_of):
             out[:, c] = self.flat_decode[c][chunks[:, g]]
         return out
+
+
+@lru_cache(maxsize=64)
+def _chunking(sizes: tuple[int, ...]) -> Chunking:
+    """The :class:`Chunking` of columns with ``sizes`` values, shared by the problems of the
+    same sizes (it is never changed once made)."""
+    return Chunking(sizes)
 
 
 class NodeClasses:
@@ -204,12 +212,10 @@ class Problem:
         self.lattice = Lattice(self.hi or heights, self.lo)
         self.maps = [[m.astype(np.int64) for m in h.maps] for h in self.hierarchies]
         self.level_sizes = [h.sizes() for h in self.hierarchies]
-        self.chunking = Chunking([len(h.values) for h in self.hierarchies])
-        # per column and level, the level's code of each chunk code (the table of a node is
-        # built from these, per group, and kept per group and levels)
-        self.chunk_maps = [
-            [m[self.chunking.decode_tables[c]] for m in maps] for c, maps in enumerate(self.maps)
-        ]
+        self.chunking = _chunking(tuple(len(h.values) for h in self.hierarchies))
+        # per (column, level), the level's code of each chunk code (the table of a node is
+        # built from these, per group, and kept per group and levels): made when first used
+        self._chunk_maps: dict[tuple[int, int], np.ndarray] = {}
         # per group, its columns' levels at a node (the key of its cached tables)
         self._levels_of = [itemgetter(*columns) for columns in self.chunking.groups]
         self._tables: list[dict[object, tuple[np.ndarray, int]]] = [
@@ -263,11 +269,20 @@ class Problem:
         table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
         space = 1
         for c in self.chunking.groups[g]:
-            size = self.level_sizes[c][node[c]]
+            level = node[c]
+            size = self.level_sizes[c][level]
             table *= size
-            table += self.chunk_maps[c][node[c]]
+            table += self._chunk_map(c, level)
             space *= size
         return table, space
+
+    def _chunk_map(self, c: int, level: int) -> np.ndarray:
+        """Column ``c``'s code at ``level`` of each chunk code of its group."""
+        found = self._chunk_maps.get((c, level))
+        if found is None:
+            found = self.maps[c][level][self.chunking.decode_tables[c]]
+            self._chunk_maps[c, level] = found
+        return found
 
     def keys(self, node: tuple[int, ...], chunks: np.ndarray) -> tuple[np.ndarray, int]:
         """Keys in ``[0, space)`` of rows (as chunk codes) at ``node``, and ``space``.
@@ -320,9 +335,11 @@ class Problem:
         arrays = [_integers(c) for c in codes]
         n = len(arrays[0]) if arrays else 0
         key, space = np.zeros(n, dtype=np.intp), 1
+        marking = marking_limit(n)
         for array, h in zip(arrays, hierarchies, strict=True):
             size = len(h.values)
-            if space * size >= KEY_LIMIT:
+            # (relabelled while marking can, before a sort would be needed; ids keep key order)
+            if space * size >= KEY_LIMIT or n < space <= marking < space * size:
                 key, space = relabel(key, space)
             key *= size
             key += array

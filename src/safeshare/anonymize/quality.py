@@ -86,18 +86,13 @@ class QualityContext:
         self.entropy_max: list[float] = []
         for h, given in zip(hierarchies, counts, strict=True):
             count = np.asarray(given, dtype=np.float64)
-            leaves_all = max(len(h.values) - 1, 1)
             per_level_counts, loss, ncp = [], [], []
             for level in range(h.height + 1):
                 labels = len(h.labels[level])
                 per_level_counts.append(np.bincount(h.maps[level], weights=count, minlength=labels))
-                loss.append((h.leaves(level) - 1) / leaves_all)
-                box = h.interval(level)
-                if box is not None and box[:, 1].max() > box[:, 0].min():
-                    span = box[:, 1].max() - box[:, 0].min()
-                    ncp.append((box[:, 1] - box[:, 0]) / span)
-                else:
-                    ncp.append(loss[-1])
+                label_loss, label_ncp = h.coverage(level)
+                loss.append(label_loss)
+                ncp.append(label_ncp)
             self.label_counts.append(per_level_counts)
             self.loss.append(loss)
             self.ncp.append(ncp)

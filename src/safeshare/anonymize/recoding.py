@@ -40,6 +40,13 @@ class Partition:
     kept: np.ndarray
     recoded: int = 0  # suppressed records released by local recoding
 
+    @property
+    def one_node(self) -> bool:
+        """Whether every class is at the same levels (a full-domain solution): then no two
+        classes share their labels."""
+        levels = self.class_levels
+        return self.recoded == 0 and bool((levels == levels[:1]).all())
+
 
 def full_domain(problem: Problem, node: tuple[int, ...]) -> Partition:
     """Per distinct row its class at ``node``, the classes' levels, classes and kept flags."""

@@ -58,14 +58,16 @@ class ClassStatistics:
     def of(cls, sizes: np.ndarray) -> ClassStatistics:
         sizes = np.asarray(sizes, dtype=np.int64)
         edges = [1, 2, 5, 10, 20, 50, 100, 1000, 10_000]
+        bins = np.searchsorted(edges, sizes[sizes >= 1], side="right") - 1
+        counts = np.bincount(bins, minlength=len(edges)).tolist()
         histogram: dict[str, int] = {}
-        for low, high in zip(edges, [*edges[1:], math.inf], strict=True):
+        for low, high, count in zip(edges, [*edges[1:], math.inf], counts, strict=True):
             label = (
                 f"{low}"
                 if high == low + 1
                 else (f"{low}+" if high == math.inf else f"{low}-{int(high) - 1}")
             )
-            histogram[label] = int(((sizes >= low) & (sizes < high)).sum())
+            histogram[label] = count
         return cls(
             len(sizes),
             int(sizes.min()) if len(sizes) else 0,
