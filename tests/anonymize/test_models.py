@@ -130,6 +130,7 @@ def test_emd_equals_the_transport_problem_for_every_distance(seed):
     }
     for distance, ground in grounds.items():
         found = emd(counts, info, distance)
+        assert (emd(counts, info, distance, counts.sum(axis=1)) == found).all()  # (sizes given)
         for g, row in enumerate(counts):
             expected = _transport_cost(row / row.sum(), q, ground)
             assert found[g] == pytest.approx(expected, abs=1e-9), distance

@@ -195,6 +195,23 @@ def test_what_a_node_suppresses_bounds_every_node_below(case):
         assert grid[lattice.below(node)].min() >= floor
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(far_classes())
+def test_forced_shares_judge_their_models_on_the_way(case):
+    """Where the shares t-closeness forces out are computed (at a node satisfying the monotone
+    models), they judge it too: the monotone-only assessment is then the complete one."""
+    problem, _ = case
+    quick, full = Evaluator(problem), Evaluator(problem)
+    for index in range(problem.lattice.size):
+        node = problem.lattice.node(index)
+        partial, complete = quick.assess(node, complete=False), full.assess(node)
+        assert partial.complete == partial.feasible_monotone
+        if partial.complete:
+            assert partial.feasible == complete.feasible
+            assert partial.suppressed == complete.suppressed
+            assert (partial.kept == complete.kept).all()
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(far_classes())
 def test_search_with_forced_shares_matches_exhaustive_enumeration(case):

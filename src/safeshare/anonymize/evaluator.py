@@ -207,7 +207,8 @@ class Evaluator:
     def judge(self, groups: NodeClasses, complete: bool = True) -> Assessment:
         """Which of a node's classes survive; whether its suppression stays within the limit
         (``complete``: under every model; else under the monotone ones only, ``feasible``
-        then False until judged completely)."""
+        then False until judged completely, unless the shares the others force out judged
+        them on the way)."""
         p = self.problem
         classes = groups.classes
         sizes = classes.sizes
@@ -221,9 +222,12 @@ class Evaluator:
         if self._other_per_class and (complete or (self._forcing and feasible_monotone)):
             among = np.flatnonzero(kept_monotone)  # (the others judge only these classes)
             every = len(among) == len(classes)
-            kept_among, forced = self._others(classes if every else classes.subset(among), complete)
+            kept_among, forced, judged = self._others(
+                classes if every else classes.subset(among), complete
+            )
             if forced is not None:
                 below += math.ceil(float(sizes[among] @ forced) - 1e-9)
+            complete = judged  # (the shares forced out judge their models: nothing is left)
             if complete:
                 kept = kept_monotone.copy()
                 kept[among] = kept_among
@@ -241,12 +245,16 @@ class Evaluator:
             feasible_monotone, suppressed_below=below,
         )  # fmt: skip
 
-    def _others(self, classes: Classes, complete: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _others(
+        self, classes: Classes, complete: bool
+    ) -> tuple[np.ndarray, np.ndarray | None, bool]:
         """Which ``classes`` the models that are not monotone keep (all, unless ``complete``),
-        and the share of each that they force out at every node below (a model's
-        ``forced_share``, 0 exactly for the classes it keeps; None: nothing known)."""
+        the share of each that they force out at every node below (a model's
+        ``forced_share``, 0 exactly for the classes it keeps; None: nothing known), and whether
+        every model was judged (``complete``, or each gave its forced shares)."""
         kept = np.ones(len(classes), dtype=bool)
         forced: np.ndarray | None = None
+        judged = True
         for model, info in self._other_per_class:
             share = model.forced_share(classes, info) if self._forcing else None
             if share is not None:
@@ -254,7 +262,9 @@ class Evaluator:
                 kept &= share == 0
             elif complete:
                 kept &= model.class_ok(classes, info)
-        return kept, forced
+            else:
+                judged = False
+        return kept, forced, judged
 
     def _with_infos(
         self, models: Iterable[PrivacyModel]

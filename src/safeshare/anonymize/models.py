@@ -440,15 +440,18 @@ DISTANCES = ("equal", "ordered", "hierarchical")
 _TOLERANCE = 1e-12  # a distance this far over t still satisfies it (rounding)
 
 
-def emd(counts: np.ndarray, info: SensitiveInfo, distance: str) -> np.ndarray:
+def emd(
+    counts: np.ndarray, info: SensitiveInfo, distance: str, sizes: np.ndarray | None = None
+) -> np.ndarray:
     """Earth mover's distance of each class's sensitive distribution from the table's.
 
     ``equal``: every two values at distance 1 (half the L1 distance); ``ordered``: values
     ``i, j`` at distance ``|rank_i - rank_j| / (m - 1)``; ``hierarchical``: at the height of
     their lowest common ancestor over the hierarchy's height (Li et al., ICDE 2007).
+    ``sizes`` are the classes' record counts (each row's sum of ``counts``) where known.
     """
-    totals = counts.sum(axis=1, keepdims=True)
-    diff = counts / np.maximum(totals, 1) - info.shares
+    totals = counts.sum(axis=1) if sizes is None else sizes
+    diff = counts / np.maximum(totals, 1)[:, None] - info.shares
     m = diff.shape[1]
     if distance == "equal" or m < 2:
         return 0.5 * np.abs(diff).sum(axis=1)
@@ -496,7 +499,7 @@ class TCloseness(PrivacyModel):
     def _distance(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
         if info is None:
             raise AnonymizationError(f"t-closeness on {self.attribute!r} needs its distribution")
-        return emd(_counts(classes, self.attribute), info, self.distance)
+        return emd(_counts(classes, self.attribute), info, self.distance, classes.sizes)
 
     def class_ok(self, classes: Classes, info: SensitiveInfo | None) -> np.ndarray:
         return self._distance(classes, info) <= self.t + _TOLERANCE
@@ -510,7 +513,8 @@ class TCloseness(PrivacyModel):
             raise AnonymizationError(f"t-closeness on {self.attribute!r} needs its distribution")
         excess = self._distance(classes, info) - (self.t + _TOLERANCE)
         room = max(info.farthest(self.distance) - self.t, _TOLERANCE)
-        return np.clip(excess / room, 0.0, 1.0)
+        # (at most 1: no class lies farther than a single value's distance)
+        return np.minimum(np.maximum(excess, 0.0, out=excess) / room, 1.0)
 
     def achieved(
         self, classes: Classes, kept: np.ndarray, info: SensitiveInfo | None

@@ -213,9 +213,6 @@ class Problem:
         self.maps = [[m.astype(np.int64) for m in h.maps] for h in self.hierarchies]
         self.level_sizes = [h.sizes() for h in self.hierarchies]
         self.chunking = _chunking(tuple(len(h.values) for h in self.hierarchies))
-        # per (column, level), the level's code of each chunk code (the table of a node is
-        # built from these, per group, and kept per group and levels): made when first used
-        self._chunk_maps: dict[tuple[int, int], np.ndarray] = {}
         # per group, its columns' levels at a node (the key of its cached tables)
         self._levels_of = [itemgetter(*columns) for columns in self.chunking.groups]
         self._tables: list[dict[object, tuple[np.ndarray, int]]] = [
@@ -266,23 +263,16 @@ class Problem:
 
     def _group_table(self, g: int, node: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """Group ``g``'s part of the key table at ``node``, and its key space."""
-        table = np.zeros(self.chunking.sizes[g], dtype=np.float64)
+        # (chunk codes are mixed-radix, first column first: the table is the outer sum of the
+        # columns' codes at their levels, each scaled by the sizes of the columns after it)
+        table = np.zeros(1)
         space = 1
         for c in self.chunking.groups[g]:
             level = node[c]
             size = self.level_sizes[c][level]
-            table *= size
-            table += self._chunk_map(c, level)
+            table = np.add.outer(table * size, self.maps[c][level]).reshape(-1)
             space *= size
         return table, space
-
-    def _chunk_map(self, c: int, level: int) -> np.ndarray:
-        """Column ``c``'s code at ``level`` of each chunk code of its group."""
-        found = self._chunk_maps.get((c, level))
-        if found is None:
-            found = self.maps[c][level][self.chunking.decode_tables[c]]
-            self._chunk_maps[c, level] = found
-        return found
 
     def keys(self, node: tuple[int, ...], chunks: np.ndarray) -> tuple[np.ndarray, int]:
         """Keys in ``[0, space)`` of rows (as chunk codes) at ``node``, and ``space``.
