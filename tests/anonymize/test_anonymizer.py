@@ -208,6 +208,16 @@ def test_a_date_shift_reads_its_subject_before_the_subject_is_dropped(monkeypatc
     assert shifted[0] != pd.Timestamp("2024-01-01") or shifted[2] != pd.Timestamp("2024-02-01")
 
 
+def test_editing_the_released_frame_leaves_the_input_as_it_was():
+    frame = pd.DataFrame({"age": ["30", "31", "32", "33"], "note": list("abcd"), "n": [1.0] * 4})
+    before = frame.copy()
+    config = {"quasi_identifiers": {"age": {"hierarchy": {"intervals": [10]}}}, "privacy": {"k": 2}}
+    out = Anonymizer(config).fit(frame).frame
+    out.loc[0, "note"] = "changed"
+    out.loc[0, "n"] = 99.0
+    pd.testing.assert_frame_equal(frame, before)
+
+
 def test_pseudonyms_keyed_stable_and_not_reversible_by_hashing():
     domain = [f"{i:04d}" for i in range(10_000)]  # a small identifier domain (PINs)
     values = pd.Series(["0042", "1234", "0042"])

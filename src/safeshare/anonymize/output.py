@@ -100,7 +100,7 @@ def release_records(
         if name not in released:
             values = frame[name].array
             released[name] = values[keep] if removing else values
-    out = pd.DataFrame({name: released[name] for name in written}, copy=False)
+    out = pd.DataFrame({name: released[name] for name in written})
     domain = Domain(
         tuple(
             Column(
