@@ -80,6 +80,7 @@ class Hierarchy:
     _coverage: dict[int, tuple[np.ndarray, np.ndarray]] = field(
         init=False, repr=False, compare=False
     )
+    _value_sets: dict[pa.DataType, pa.Array] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_index", {v: i for i, v in enumerate(self.values)})
@@ -98,6 +99,7 @@ class Hierarchy:
         object.__setattr__(self, "_label_indexes", {})
         object.__setattr__(self, "_intervals", {})
         object.__setattr__(self, "_coverage", {})
+        object.__setattr__(self, "_value_sets", {})
         for array in self.maps:
             array.flags.writeable = False
 
@@ -249,7 +251,10 @@ class Hierarchy:
         if not (isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
             return None
         data = series.array.__arrow_array__()
-        found = pc.index_in(data, value_set=pa.array(self.values, type=data.type))
+        value_set = self._value_sets.get(data.type)
+        if value_set is None:  # (made once per type: thousands of values cost a millisecond)
+            value_set = self._value_sets[data.type] = pa.array(self.values, type=data.type)
+        found = pc.index_in(data, value_set=value_set)
         if found.null_count:
             return None
         return np.asarray(found.to_numpy(), dtype=np.int32)
