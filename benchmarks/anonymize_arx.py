@@ -11,10 +11,12 @@ first 11 quasi-identifiers under k = 5 alone (ARX's optimal search beyond its 10
 default).  Quality model: precision (ARX's Precision, arithmetic mean).
 
 What is timed: ARX's ``ARXAnonymizer.anonymize`` in one warm JVM (the data read before the
-clock starts); safeshare's ``Anonymizer.fit`` in-process (encoding, search, suppression,
-the released frame, quality and the engine's recount), CPU seconds of the process.  Each
-side runs its cases in turn, twice, interleaved (ARX, safeshare, ARX, safeshare); each
-figure is the median of the runs after a warm-up, and the table shows the smaller of the
+clock starts); safeshare's ``Anonymizer.fit`` in one Python process (encoding, search,
+suppression, the released frame, quality and the engine's recount), CPU seconds of the
+process.  Each side runs its cases in turn, twice, interleaved (ARX, safeshare, ARX,
+safeshare), each round in a fresh process of its own (a JVM, a Python interpreter: on a
+shared machine the same code runs up to a quarter slower in one process than in the next);
+each figure is the median of the runs after a warm-up, and the table shows the smaller of the
 two rounds' medians.
 
     ARX_SRC=/path/to/arx bash benchmarks/peers/setup_arx.sh
@@ -269,6 +271,14 @@ def safeshare_round(todo: list[Case], tables: dict[str, dict[str, Any]]) -> dict
     return out
 
 
+def safeshare_in_a_fresh_process(quick: bool, only: str, folder: Path) -> dict[str, dict]:
+    """One :func:`safeshare_round` in a new Python process, as each of ARX's runs in a new JVM."""
+    out = folder / "safeshare_round.json"
+    command = [sys.executable, __file__, "--cases", only, "--safeshare-round", str(out)]
+    subprocess.run([*command, *(["--quick"] if quick else [])], check=True)
+    return json.loads(out.read_text())
+
+
 def _close(arx: str, ours: float) -> bool:
     """Whether ARX's printed score and safeshare's agree (to 1e-6)."""
     try:
@@ -283,7 +293,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cases", default="", help="only the cases whose name holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "anonymize_arx.json")
+    parser.add_argument("--safeshare-round", type=Path, help=argparse.SUPPRESS)  # (the child)
     args = parser.parse_args()
+    if args.safeshare_round is not None:  # one round of safeshare's, in this fresh process
+        with tempfile.TemporaryDirectory() as tmp:
+            todo = [case for case in cases(args.quick) if args.cases in case.name]
+            ours = safeshare_round(todo, prepare(Path(tmp)))
+        args.safeshare_round.write_text(json.dumps(ours) + "\n")
+        return
     if not (ARX / "classpath.txt").is_file():
         sys.exit("ARX is not built: ARX_SRC=/path/to/arx bash benchmarks/peers/setup_arx.sh")
     todo = [case for case in cases(args.quick) if args.cases in case.name]
@@ -295,7 +312,7 @@ def main() -> None:
             print(f"round {r + 1}: ARX", file=sys.stderr)
             arx = arx_round(todo, tables, folder)
             print(f"round {r + 1}: safeshare", file=sys.stderr)
-            ours = safeshare_round(todo, tables)
+            ours = safeshare_in_a_fresh_process(args.quick, args.cases, folder)
             rounds.append({"arx": arx, "safeshare": ours})
     rows = []
     print(
