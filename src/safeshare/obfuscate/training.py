@@ -45,7 +45,6 @@ given, still adds its cross-entropy on the pooled output.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -296,37 +295,13 @@ def train_transform(
     if attacker == LEARNED_ATTACKER:
         adversary = Adversary(model, seed=None if seed is None else seed + 3)
     data = _Batches.of(model, texts, task, batch_size, probe_size)
+    run = _Run(model, transform, optimizer, adversary, data, generator, utility)
     curve: list[CurvePoint] = []
     order = torch.randperm(len(data.batches), generator=order_rng)
     for step in range(1, steps + 1):
-        chosen = int(order[(step - 1) % len(data.batches)])
-        transform.network.train()
-        batch = data.batches[chosen]
-        exposure = None
-        if adversary is not None:
-            exposure = _adversarial(model, transform, adversary, batch, generator)
-        utility_loss, obfuscation, _, _ = _losses(
-            model, transform, batch, generator, data.task_of(chosen), utility, exposure
-        )
-        spent = float(utility_loss.detach())
-        over = utility_budget is not None and spent > utility_budget
-        loss = utility_loss if over else utility_loss + weight * obfuscation
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        loss, spent = run.step(int(order[(step - 1) % len(data.batches)]), weight, utility_budget)
         if step % record_every == 0 or step == steps:
-            value = float(loss.detach())
-            point = _probe(
-                model,
-                transform,
-                data.probe,
-                generator,
-                (step, value),
-                utility,
-                adversary,
-                data.probe_task,
-            )
-            curve.append(dataclasses.replace(point, weight=weight))
+            curve.append(run.probe(step, loss, weight))
         if utility_budget is not None:
             weight = spend_budget(weight, spent, utility_budget)
         report("training the obfuscation transform", step / steps)
@@ -422,58 +397,75 @@ def spend_budget(weight: float, utility_loss: float, budget: float) -> float:
     return min(max(weight * math.exp(-BUDGET_RATE * excess), low), high)
 
 
-def _adversarial(
-    model: FrozenModel,
-    transform: ObfuscationTransform,
-    adversary: Adversary,
-    batch: Batch,
-    generator: object,
-) -> Exposure:
-    """Update ``adversary`` on fresh obfuscations of ``batch``; its exposure for the step."""
-    torch = require_torch()
-    with torch.no_grad():
-        clean = model.embed_tokens(batch.input_ids)
-    adversary.learn(
-        lambda: transform.sample(clean, batch.attention_mask, generator), batch, generator
-    )
-    return lambda sent, b: adversary.exposure(sent, b, generator)
+@dataclass(frozen=True)
+class _Run:
+    """One training run: the frozen model, the transform and its optimizer, the adversary
+    trained alongside (None: the nearest-neighbour exposure), the batches, the noise."""
 
+    model: FrozenModel
+    transform: ObfuscationTransform
+    optimizer: Any
+    adversary: Adversary | None
+    data: _Batches
+    generator: object
+    utility: str
 
-def _probe(
-    model: FrozenModel,
-    transform: ObfuscationTransform,
-    probe: Batch,
-    generator: object,
-    at: tuple[int, float],
-    utility_kind: str = POOLED,
-    adversary: Adversary | None = None,
-    task: tuple[_Task, Any] | None = None,
-) -> CurvePoint:
-    """The curve's point at ``at`` = (step, loss): utility, noise level and recoveries
-    (``task``: the head and the probe's class indices, whose cross-entropy the utility loss
-    then holds, as the training loss does)."""
-    torch = require_torch()
-    transform.network.eval()
-    with torch.no_grad():
-        utility_loss, _, utility, level = _losses(
-            model, transform, probe, generator, task, utility_kind
+    def step(self, index: int, weight: float, budget: float | None) -> tuple[float, float]:
+        """One update on batch ``index`` (the adversary's first): the loss and the utility loss
+        it spent (over ``budget``, the step trains on the utility alone)."""
+        self.transform.network.train()
+        batch = self.data.batches[index]
+        exposure = None if self.adversary is None else self._adversarial(self.adversary, batch)
+        utility_loss, obfuscation, _, _ = _losses(
+            self.model, self.transform, batch, self.generator, self.data.task_of(index),
+            self.utility, exposure,
+        )  # fmt: skip
+        spent = float(utility_loss.detach())
+        over = budget is not None and spent > budget
+        loss = utility_loss if over else utility_loss + weight * obfuscation
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach()), spent
+
+    def _adversarial(self, adversary: Adversary, batch: Batch) -> Exposure:
+        """Update ``adversary`` on fresh obfuscations of ``batch``; its exposure for the step."""
+        torch = require_torch()
+        generator = self.generator
+        with torch.no_grad():
+            clean = self.model.embed_tokens(batch.input_ids)
+        adversary.learn(
+            lambda: self.transform.sample(clean, batch.attention_mask, generator), batch, generator
         )
-        noisy = transform.sample(
-            model.embed_tokens(probe.input_ids), probe.attention_mask, generator
+        return lambda sent, b: adversary.exposure(sent, b, generator)
+
+    def probe(self, step: int, loss: float, weight: float) -> CurvePoint:
+        """The curve's point at ``step`` (with its ``loss``) on the probe batch: utility, noise
+        level and recoveries (with the task, the utility loss holds its cross-entropy too, as
+        the training loss does)."""
+        torch = require_torch()
+        model, transform, probe = self.model, self.transform, self.data.probe
+        transform.network.eval()
+        with torch.no_grad():
+            utility_loss, _, utility, level = _losses(
+                model, transform, probe, self.generator, self.data.probe_task, self.utility
+            )
+            noisy = transform.sample(
+                model.embed_tokens(probe.input_ids), probe.attention_mask, self.generator
+            )
+        ids, mask = probe.input_ids, probe.attention_mask
+        found = nearest_neighbour_attack(model, noisy, ids, mask)
+        inverted = None
+        if self.adversary is not None:
+            guessed = self.adversary.inverter.tokens(noisy, mask)
+            inverted = recovery(model, guessed, ids, mask, ATTACK_NAME).recovered.value
+        return CurvePoint(
+            step,
+            loss,
+            float(utility),
+            found.recovered.value,
+            float(level),
+            inverted,
+            utility_loss=float(utility_loss),
+            weight=weight,
         )
-    ids, mask = probe.input_ids, probe.attention_mask
-    found = nearest_neighbour_attack(model, noisy, ids, mask)
-    inverted = None
-    if adversary is not None:
-        guessed = adversary.inverter.tokens(noisy, mask)
-        inverted = recovery(model, guessed, ids, mask, ATTACK_NAME).recovered.value
-    step, loss = at
-    return CurvePoint(
-        step,
-        loss,
-        float(utility),
-        found.recovered.value,
-        float(level),
-        inverted,
-        utility_loss=float(utility_loss),
-    )
