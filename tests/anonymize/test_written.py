@@ -85,6 +85,10 @@ def check_claims(result: AnonymizationResult, qis: list[str], frame: pd.DataFram
             assert achieved["sample_uniqueness"] == pytest.approx(found["sample_uniqueness"])
         assert outcome.satisfied, f"{outcome.name} ({outcome.parameters}) fails as written"
     assert result.class_sizes.min() == found["k"]
+    # every class size, as the written records group
+    written = np.sort(result.frame.groupby(qis, dropna=False, observed=True).size().to_numpy())
+    assert result.class_sizes.tolist() == written.tolist()
+    assert result.classes.count == len(written)
 
 
 @st.composite
