@@ -301,11 +301,18 @@ def test_lattice_minimal_among_a_few_nodes_agrees_with_the_whole_lattice():
     grid = np.zeros(lattice.shape, dtype=bool)
     for _ in range(4):  # an up-closed mask: the union of four cones
         grid[lattice.above(tuple(int(rng.integers(0, h + 1)) for h in lattice.hi))] = True
-    everywhere = set(lattice.minimal(grid).tolist())
-    some = np.flatnonzero(grid.ravel())[::2]
-    assert set(lattice.minimal_among(some, grid.ravel()).tolist()) == everywhere & set(
-        some.tolist()
-    )
+    flat = grid.ravel()
+    everywhere = {  # (by brute force: the nodes of the mask with no direct predecessor in it)
+        i
+        for i in np.flatnonzero(flat).tolist()
+        if not any(
+            level > 0 and flat[i - stride]
+            for level, stride in zip(lattice.levels(i).tolist(), lattice.strides, strict=True)
+        )
+    }
+    assert set(lattice.minimal(grid).tolist()) == everywhere
+    some = np.flatnonzero(flat)[::2]
+    assert set(some[~lattice.has_lower_in(some, flat)].tolist()) == everywhere & set(some.tolist())
 
 
 def _chain(name: str, height: int) -> Hierarchy:

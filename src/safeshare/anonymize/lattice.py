@@ -110,16 +110,13 @@ class Lattice:
     def minimal(self, mask: np.ndarray) -> np.ndarray:
         """Indices of the minimal nodes of an up-closed boolean ``mask`` (lattice-shaped)."""
         flat = mask.reshape(-1)
-        return self.minimal_among(np.flatnonzero(flat), flat)
-
-    def minimal_among(self, indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Those of ``indices`` (nodes in the up-closed boolean ``mask``, flat) that are minimal
-        in it, at a cost in the number of ``indices``, not the lattice's size."""
-        return indices[~self.has_lower_in(indices, mask)]
+        indices = np.flatnonzero(flat)
+        return indices[~self.has_lower_in(indices, flat)]
 
     def has_lower_in(self, indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Per node of ``indices``, whether one of its direct predecessors is in the boolean
-        ``mask`` (flat)."""
+        ``mask`` (flat): those of an up-closed mask's nodes without one are its minimal nodes,
+        found at a cost in the number of ``indices``, not the lattice's size."""
         lower = np.zeros(len(indices), dtype=bool)
         for size, stride in zip(self.shape, self.strides, strict=True):
             if size > 1:
