@@ -71,17 +71,9 @@ def release_records(
     rows = record_rows if record_rows is not None else problem.record_rows
     rows = rows if rows is not None else np.arange(len(keep))
     for c, (name, h) in enumerate(zip(qis, hierarchies, strict=True)):
-        levels = class_levels[:, c]
-        if len(levels) and levels.min() == levels.max():  # full-domain: labels per class
-            level = int(levels[0])
-            labels: list[str] = list(h.labels[level])
-            index = h.label_index(level)
-            per_class = h.maps[level][problem.codes[c][rows[sample]]]
-            label_codes = per_class.astype(np.min_scalar_type(len(labels)))[record_class]
-        else:
-            level0 = problem.codes[c][rows]
-            labels, label_codes = record_labels(h, level0, levels[record_class])
-            index = pd.Index(labels)
+        labels, index, label_codes = _labels(
+            h, problem.codes[c], rows, class_levels[:, c], record_class, sample
+        )
         columns[name] = label_codes
         categories[name] = labels
         shown = label_codes
@@ -115,6 +107,35 @@ def release_records(
         )
     )
     table = Table({name: columns[name][keep] for name in qis}, domain)
+    _transform_identifiers(config, out, qis)
+    late = [name for name in written if name in dropped]
+    return (out.drop(columns=late) if late else out), table
+
+
+def _labels(
+    h: Hierarchy,
+    level0: np.ndarray,
+    rows: np.ndarray,
+    levels: np.ndarray,
+    record_class: np.ndarray,
+    sample: np.ndarray,
+) -> tuple[list[str], pd.Index, np.ndarray]:
+    """One column's labels (a list and an index) and each record's label code: the records'
+    distinct ``rows`` have ``level0`` codes, their classes lie at ``levels`` (``sample``: one
+    record of each class)."""
+    if len(levels) and levels.min() == levels.max():  # full-domain: labels per class
+        level = int(levels[0])
+        labels: list[str] = list(h.labels[level])
+        per_class = h.maps[level][level0[rows[sample]]]
+        codes = per_class.astype(np.min_scalar_type(len(labels)))[record_class]
+        return labels, h.label_index(level), codes
+    labels, codes = record_labels(h, level0[rows], levels[record_class])
+    return labels, pd.Index(labels), codes
+
+
+def _transform_identifiers(config: AnonymizeConfig, out: pd.DataFrame, qis: list[str]) -> None:
+    """Apply each column's transform to the released frame ``out``, in place: pseudonyms,
+    masks, microaggregation (per released class), date shifts, top and bottom coding."""
     for name, spec in config.transforms.items():
         if spec.drop or spec.keep:
             continue
@@ -146,8 +167,6 @@ def release_records(
             out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
         else:
             out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
-    late = [name for name in written if name in dropped]
-    return (out.drop(columns=late) if late else out), table
 
 
 NAMED_IDENTIFIER = "drop (named like a direct identifier)"
