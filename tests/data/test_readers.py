@@ -83,6 +83,10 @@ def test_parquet(tmp_path):
         ("a,,c\n1,2,3\n", "without a name"),
         ("a,b,c\n1,2,3\n4,5\n6,7,8\n", "at line 3: 2 field\\(s\\) where the header has 3"),
         ("a,b,c\n1,2,3\n4;5;6\n6,7,8\n", "at line 3: 1 field\\(s\\) .* one delimiter"),
+        # a stray delimiter on the first row: read, it would shift every column by one (the
+        # first column taken as the index); on every row, the same
+        ("visit,ssn,sex\n2024-01-01,513653999,F,\n2024-01-02,378009742,M\n", "at line 2: 4 f"),
+        ("a,b\n1,2,\n3,4,\n", "at line 2: 3 field\\(s\\) where the header has 2"),
         ("age,score,sex,score\n30,5,M,5\n40,6,F,6\n", "two columns named 'score'"),
     ],
 )
@@ -177,3 +181,12 @@ def test_a_schema_declares_the_header_and_the_command_line_overrides_it():
     assert Schema.layout_of(declared, True).header is True
     with pytest.raises(SchemaError, match="header"):
         Schema.from_dict({"header": "sometimes", **columns})
+
+
+def test_a_carriage_return_in_a_field_is_one_clear_line_when_sniffed_too(tmp_path):
+    # (anonymize sniffs the delimiter it writes with before reading the table)
+    path = tmp_path / "cr.csv"
+    path.write_bytes(b"a,b,c\n1,x\ry,3\n2,z,4\n")
+    for read in (read_frame, sniff_csv):
+        with pytest.raises(InputError, match=r"not a well-formed table .*quote fields"):
+            read(path)

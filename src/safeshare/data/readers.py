@@ -40,6 +40,9 @@ CSV_OPTIONS: dict[str, Any] = {
     "skipinitialspace": True,
     "quotechar": '"',
     "engine": "c",
+    # (a first row with more fields than the header would otherwise make the first column
+    # the index and shift every column by one; such a row is refused instead)
+    "index_col": False,
 }
 # a column name: a word or a few, no sentence punctuation (what a header of texts holds)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*( [A-Za-z0-9_.\-]+){0,2}")
@@ -110,8 +113,11 @@ def sniff_csv(path: str | Path, header: bool | None = None) -> tuple[str, bool]:
     sample = head.decode("utf-8-sig", errors="replace")
     if not sample.strip():
         raise InputError(f"{str(path)!r} is empty; give a table with a header and at least one row")
-    delimiter = _sniff_delimiter(sample)
-    return delimiter, _has_header(sample, delimiter) if header is None else header
+    try:
+        delimiter = _sniff_delimiter(sample)
+        return delimiter, _has_header(sample, delimiter) if header is None else header
+    except csv.Error as err:  # e.g. a lone carriage return inside an unquoted field
+        raise _malformed(path, err) from None
 
 
 def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:
@@ -169,10 +175,14 @@ def _read_csv(
     try:
         return _parse_csv(path, header=header, names=names, missing_values=missing_values)
     except csv.Error as err:  # e.g. a lone carriage return inside an unquoted field
-        raise InputError(
-            f"{str(path)!r} is not a well-formed table ({err}); quote fields that hold line "
-            "breaks, or re-save the file as CSV"
-        ) from None
+        raise _malformed(path, err) from None
+
+
+def _malformed(path: str | Path, err: csv.Error) -> InputError:
+    return InputError(
+        f"{str(path)!r} is not a well-formed table ({err}); quote fields that hold line "
+        "breaks, or re-save the file as CSV"
+    )
 
 
 def _parse_csv(
@@ -188,9 +198,11 @@ def _parse_csv(
     dialect_delimiter = _sniff_delimiter(text[:_SNIFF_BYTES])
     if header is None:
         header = _has_header(text[:_SNIFF_BYTES], dialect_delimiter)
+    reader = csv.reader(io.StringIO(text), delimiter=dialect_delimiter, skipinitialspace=True)
+    first = next((row for row in reader if row), [])
     if header:  # before the parser renames a repeated name ('decile_score.1')
-        reader = csv.reader(io.StringIO(text), delimiter=dialect_delimiter, skipinitialspace=True)
-        check_column_names([name.strip() for name in next(reader, [])], str(path))
+        check_column_names([name.strip() for name in first], str(path))
+    _check_field_counts(text, dialect_delimiter, len(first), path)
     try:
         frame = pd.read_csv(
             io.StringIO(text), sep=dialect_delimiter, header=0 if header else None, **CSV_OPTIONS
@@ -202,7 +214,6 @@ def _parse_csv(
             f"{str(path)!r} is not a well-formed table{where}: rows have different numbers of "
             f"fields for the delimiter {dialect_delimiter!r}; fix that row or quote its fields"
         ) from None
-    _check_field_counts(text, dialect_delimiter, frame.shape[1], path)
     if not header:
         if names is not None and len(names) == frame.shape[1]:
             frame.columns = list(names)
@@ -218,10 +229,11 @@ def _parse_csv(
 
 def _check_field_counts(text: str, delimiter: str, fields: int, path: Path) -> None:
     """Refuse a row with fewer fields than the header (the parser would fill it with missing
-    values): a short row, or a row written with another delimiter."""
+    values: a short row, or a row written with another delimiter) or with more (a stray
+    delimiter: the parser would drop the extra field or shift the row's values)."""
     rows = csv.reader(io.StringIO(text), delimiter=delimiter, skipinitialspace=True)
     for row in rows:
-        if row and len(row) < fields and any(cell.strip() for cell in row):
+        if row and len(row) != fields and (len(row) > fields or any(c.strip() for c in row)):
             raise InputError(
                 f"{str(path)!r} is not a well-formed table at line {rows.line_num}: "
                 f"{len(row)} field(s) where the header has {fields} (for the delimiter "
