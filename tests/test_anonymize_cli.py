@@ -147,3 +147,28 @@ def test_columns_named_like_identifiers_are_dropped_unless_kept_on_purpose(tmp_p
     assert list(written.columns) == ["id", "zip", "note"]
     assert written["id"].tolist() == frame["id"].tolist()
     assert done.card["columns"]["id"]["transform"] == "keep"
+
+
+def test_labels_a_spreadsheet_would_run_are_written_quoted_and_read_back(tmp_path):
+    # interval labels of negative values ('-40--21') start like a formula: the categorical
+    # column is written with a leading ', and evaluate's reader takes it off again
+    from safeshare.data.domain import Column, Domain, Kind
+    from safeshare.evaluate.generalized import cell_sets
+
+    temperatures = [str(t) for t in range(-30, 30, 2)]
+    frame = pd.DataFrame({"temp": temperatures, "disease": ["=flu", "cold"] * 15})
+    config = {
+        "quasi_identifiers": {"temp": {"hierarchy": {"intervals": [10, 20]}}},
+        "sensitive": ["disease"],
+        "privacy": {"k": 5},
+    }
+    release_anonymized(frame, config=config, out=tmp_path / "r", reading=Reading(name="t"))
+    written = pd.read_csv(tmp_path / "r" / "anonymized.csv", dtype=str)
+    negative = sorted(set(written["temp"]) - {"0-19", "20-39", "0-9", "10-19", "20-29"})
+    assert negative and all(label.startswith("'-") for label in negative), negative
+    assert set(written["disease"]) == {"'=flu", "cold"}
+    domain = Domain((Column("temp", Kind.NUMERIC, edges=tuple(range(-40, 41)), integer=True),))
+    cells = cell_sets(written, domain)
+    assert cells.unexplained == {"temp": 0}
+    for row, value in enumerate(frame["temp"]):  # each record's value lies in its label
+        assert cells.mask("temp", row)[int(value) + 40]

@@ -43,10 +43,12 @@ def test_any_text_file_is_read_or_refused_with_one_error(rows, delimiter):
 def test_no_written_cell_starts_a_formula(values):
     import pandas as pd
 
-    cleaned = neutralize_formulas(pd.DataFrame({"v": values}))["v"].tolist()
-    for value in cleaned:
-        if value.startswith(FORMULA_START):
-            float(value)  # only a plain number may start with + or -
+    for column in (pd.Series(values), pd.Series(values, dtype="category")):  # (labels: both)
+        cleaned = neutralize_formulas(pd.DataFrame({"v": column}))["v"].tolist()
+        for value, raw in zip(cleaned, values, strict=True):
+            assert value in (raw, f"'{raw}")
+            if value.startswith(FORMULA_START):
+                float(value)  # only a plain number may start with + or -
 
 
 @settings(max_examples=40, deadline=None)  # each example is three Nelder-Mead fits

@@ -41,6 +41,8 @@ _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\
 _ONE_SIDED = re.compile(r"^\s*(<=|>=|<|>|\u2264|\u2265)\s*(-?[\d.]+(?:[eE][-+]?\d+)?)\s*$")
 _SEPARATORS = re.compile(r"\s*[|;]\s*")
 _WILDCARDS = {"*", "**", "***", "(any)", "any"}
+# the ``'`` a CSV writer puts before a cell a spreadsheet would run as a formula (``'-40--21``)
+_NEUTRALIZED = r"^'(?=[=+\-@])"
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ def cell_sets(
     masks, rows, generalized, unexplained = {}, {}, {}, {}
     for column in domain:
         text = frame[column.name].astype("string").str.strip()
+        text = text.str.replace(_NEUTRALIZED, "", regex=True)
         values, inverse = np.unique(text.fillna("\x00").to_numpy(dtype=str), return_inverse=True)
         nodes = (hierarchies or {}).get(column.name, {})
         parsed = [_parse(None if v == "\x00" else v, column, nodes) for v in values]

@@ -56,7 +56,7 @@ def neutralize_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for column, mask in masks.items():
         if mask.any():
-            out[column] = out[column].where(~mask, "'" + out[column].astype(str))
+            out[column] = _neutralized(out[column], mask)
     out.columns = [f"'{c}" if bad else c for c, bad in zip(frame.columns, names, strict=True)]
     return out
 
@@ -66,6 +66,19 @@ def write_csv(
 ) -> None:
     """Write ``frame`` as CSV to a path or an open text stream, formulas neutralized."""
     neutralize_formulas(frame).to_csv(target, header=header, index=False, sep=delimiter)
+
+
+def _neutralized(values: pd.Series, formulas: pd.Series) -> pd.Series:
+    """``values`` with the cells ``formulas`` marks prefixed with ``'`` (a categorical column,
+    such as generalized labels ``-30--21``, by renaming its categories)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        categories = values.cat.categories
+        marked = _formulas(pd.Series(categories, dtype=object)).to_numpy()
+        renamed = [f"'{c}" if bad else c for c, bad in zip(categories, marked, strict=True)]
+        if len(set(renamed)) == len(renamed):
+            return values.cat.rename_categories(renamed)
+        values = values.astype(object)  # (a renamed category would meet another)
+    return values.where(~formulas, "'" + values.astype(str))
 
 
 def _formulas(values: pd.Series) -> pd.Series:
