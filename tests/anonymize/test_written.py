@@ -222,3 +222,9 @@ def test_ordered_t_closeness_on_text_without_an_order_is_refused() -> None:
     ordered = {**config, "sensitive": {"s": {"order": ["Low", "Medium", "High"]}}}
     [outcome] = [m for m in Anonymizer(ordered).fit(frame).models if m.name == "t-closeness"]
     assert "from the input table's distribution" in outcome.parameters
+    short = {**config, "sensitive": {"s": {"order": ["Low", "High"]}}}
+    with pytest.raises(
+        AnonymizationError, match="1 distinct value\\(s\\) of the data are no"
+    ) as caught:
+        Anonymizer(short).fit(frame)
+    assert "Medium" not in str(caught.value)  # (counted, never quoted: it is data)

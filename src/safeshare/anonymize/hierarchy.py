@@ -515,9 +515,9 @@ def dates(
         parsed[retry] = pd.to_datetime(raw[retry], format="mixed", errors="coerce")
     bad = parsed.isna().to_numpy()
     if bad.any():
-        raise HierarchyError(
-            f"column {column!r}: the value {texts[int(np.flatnonzero(bad)[0])]!r} is "
-            "not a date; give dates such as 2024-03-31"
+        raise HierarchyError(  # (counted: an error never quotes a value of the data)
+            f"column {column!r}: {int(bad.sum())} distinct value(s) are not dates; give dates "
+            "such as 2024-03-31"
         )
     rows = []
     for text, day in sorted(zip(texts, parsed, strict=True), key=lambda pair: pair[1]):
@@ -562,14 +562,20 @@ def groupings(
                     )
                 parent[str(member)] = str(group)
         parents.append(parent)
+    outside = sum(str(v) not in parents[0] for v in distinct) if parents else 0
+    if outside:  # (counted: an error never quotes a value of the data)
+        raise HierarchyError(
+            f"column {column!r}: {outside} distinct value(s) of the data are in no group at "
+            "level 1; put every value of the column in a group"
+        )
     rows = []
     for value in (str(v) for v in distinct):
         row, current = [value], value
         for number, parent in enumerate(parents, start=1):
-            if current not in parent:
+            if current not in parent:  # (a group of the level below: the config's own label)
                 raise HierarchyError(
-                    f"column {column!r}: {current!r} is in no group at level {number}; "
-                    "add it to one"
+                    f"column {column!r}: the group {current!r} is in no group at level "
+                    f"{number}; add it to one"
                 )
             current = parent[current]
             row.append(current)
@@ -638,13 +644,15 @@ def _numbers(column: str, values: Iterable[object]) -> tuple[dict[str, float], b
         try:
             number = float(text)
         except ValueError:
-            raise HierarchyError(
-                f"column {column!r}: the value {text!r} is not a number; numeric hierarchies "
-                "need numbers"
-            ) from None
-        if not math.isfinite(number):
-            raise HierarchyError(f"column {column!r}: the value {text!r} is not a finite number")
+            number = math.nan
         out[text] = number
+    bad = sum(not math.isfinite(number) for number in out.values())
+    if bad:  # (counted: an error never quotes a value of the data)
+        raise HierarchyError(
+            f"column {column!r}: {bad} distinct value(s) are not finite numbers; a numeric "
+            "hierarchy (intervals, cuts) needs numbers: clean the column, or give it a "
+            "hierarchy of categories (groups, auto)"
+        )
     return out, missing
 
 

@@ -146,9 +146,9 @@ def sensitive_columns(
             position = {v: i for i, v in enumerate(spec.order)}
             unknown = [v for v in labels if v not in position]
             if unknown:
-                raise AnonymizationError(
-                    f"sensitive attribute {name!r}: the value {unknown[0]!r} is not in its "
-                    "order; list every value"
+                raise AnonymizationError(  # (counted: an error never quotes a value of the data)
+                    f"sensitive attribute {name!r}: {len(unknown)} distinct value(s) of the data "
+                    "are not in its order; list every value of the column"
                 )
             order = np.argsort([position[v] for v in labels], kind="stable")
         else:
