@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -436,6 +437,7 @@ def test_a_hostile_case_ends_in_one_clear_answer(
     monkeypatch.setattr(server, "serve", served)
     monkeypatch.chdir(inputs)
     monkeypatch.syspath_prepend(str(inputs))
+    monkeypatch.delitem(sys.modules, "blackbox", raising=False)  # (the other file's)
     out, ledger = tmp_path / "out", tmp_path / "ledger.sqlite"
     if command.startswith("ledger"):
         assert main(["ledger", "set-total", str(inputs / "fair.csv"), "--epsilon", "9",

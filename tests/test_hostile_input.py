@@ -4,6 +4,7 @@ cannot attack their reader."""
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +179,7 @@ def test_bad_files_end_in_one_error_line(argv, message, fair_csv, tmp_path, monk
     _files(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "blackbox", raising=False)  # (the other file's)
     argv = [a.format(data=fair_csv) for a in argv]
     code = main([*argv, "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
