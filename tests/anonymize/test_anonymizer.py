@@ -312,6 +312,31 @@ def test_no_solution_within_the_limit_reports_the_best_k():
     assert err.value.best_k == 2
 
 
+def test_an_l_diversity_no_class_can_reach_is_refused_before_the_search():
+    # 30 'a' and 10 'b': one zip holds 10 of each, the other 20 'a'
+    frame = pd.DataFrame({"zip": ["11101"] * 20 + ["22202"] * 20, "s": list("ab" * 10 + "a" * 20)})
+
+    def fit(limit: float, **model: object) -> None:
+        config = {
+            "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+            "sensitive": ["s"],
+            "privacy": {"k": 2, "l_diversity": {"attribute": "s", "l": 2, **model}},
+            "suppression_limit": limit,
+        }
+        Anonymizer(config).fit(frame)
+
+    with pytest.raises(AnonymizationError, match=r"r1 / \(r2 \+ \.\.\. \+ rm\) is 3 "):
+        fit(0.0, variant="recursive", c=2)
+    # with suppression the search decides; here the other zip (20 records) is too many to drop
+    with pytest.raises(NoSolutionError, match=r"k=2 alone is reachable \(up to k=40\), so s: rec"):
+        fit(0.1, variant="recursive", c=2)
+    with pytest.raises(AnonymizationError, match=r"even the whole table reaches only l=1\.75"):
+        fit(0.0, variant="entropy")
+    with pytest.raises(AnonymizationError, match=r"with 4 records suppressed reaches only l=1\.8"):
+        fit(0.1, variant="entropy")
+    fit(0.5, variant="entropy")  # the whole table is at l=1.75, yet dropping the other zip works
+
+
 def test_config_errors_are_one_line():
     with pytest.raises(SchemaError, match="'disease' is used by a privacy model"):
         AnonymizeConfig.from_dict(

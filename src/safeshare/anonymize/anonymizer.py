@@ -176,8 +176,6 @@ class Anonymizer:
         if k_map is not None:
             models.append(KMap(k_map.k))
         population = None if people is None else [h.encode(people[h.column]) for h in hierarchies]
-        n = len(frame) if weights is None else int(weights.sum())
-        check_solvable(models, n, infos, population)
         if population is not None and config.privacy.delta_presence is not None:
             check_sample_of(codes, weights, population)
 
@@ -197,6 +195,7 @@ class Anonymizer:
             importance=[spec.weight for spec in config.quasi_identifiers.values()],
             target=config.target,
         )
+        check_solvable(models, problem.n, infos, population, problem.max_suppressed)
         return Prepared(hierarchies, models, infos, problem)
 
     # ---- steps ------------------------------------------------------------------------

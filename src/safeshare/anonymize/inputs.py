@@ -221,8 +221,11 @@ def check_solvable(
     n: int,
     infos: Mapping[str, SensitiveInfo],
     population: list[np.ndarray] | None,
+    max_suppressed: int = 0,
 ) -> None:
-    """Refuse models that no transformation can meet (too few records or values)."""
+    """Refuse models that no transformation can meet (too few records or values; a
+    distribution of the sensitive values that no class can improve on, when the kept records
+    together must meet an l-diversity too: ``max_suppressed`` of them may be left out)."""
     for model in models:
         if isinstance(model, KAnonymity) and model.k > n:
             raise AnonymizationError(
@@ -248,13 +251,30 @@ def check_solvable(
                 f"{model.name} with l={model.l} needs {model.l} distinct values of {attribute!r} "
                 f"in a class, but the column has only {distinct}; lower l"
             )
+        # (entropy and recursive l-diversity hold for a union of classes that hold them: the
+        # records kept must hold them together, at best the whole table evened out by the
+        # suppression allowed; recursive only without suppression, where that is exact)
         if isinstance(model, EntropyLDiversity):
-            p = info.totals[info.totals > 0] / info.totals.sum()
+            p = evened(info.totals, max_suppressed)
+            p = p[p > 0] / p.sum()
             reachable = float(np.exp(-(p * np.log(p)).sum()))
             if reachable < model.l - 1e-9:
+                evening = f" with {max_suppressed:,} records suppressed" if max_suppressed else ""
                 raise AnonymizationError(
                     f"entropy l-diversity with l={model.l:g} on {attribute!r} is unreachable: even "
-                    f"the whole table reaches only l={reachable:.3g} ({distinct} distinct values)"
+                    f"the whole table{evening} reaches only l={reachable:.3g} ({distinct} distinct "
+                    "values); lower l or allow more suppression"
+                )
+        if isinstance(model, RecursiveCLDiversity) and max_suppressed == 0:
+            ranked = np.sort(info.totals)[::-1].astype(np.float64)
+            tail = ranked[model.l - 1 :].sum()
+            if tail == 0 or ranked[0] >= model.c * tail:
+                raise AnonymizationError(
+                    f"recursive (c={model.c:g}, l={model.l}) on {attribute!r} is unreachable "
+                    f"without suppression: in the whole table r1 / (r{model.l} + ... + rm) is "
+                    f"{ranked[0] / max(tail, 1e-300):.3g} (the most frequent value's count over "
+                    "those of the rarer ones), and c must exceed it; raise c, lower l or allow "
+                    "suppression"
                 )
         if (
             isinstance(model, TCloseness)
@@ -265,6 +285,22 @@ def check_solvable(
                 f"hierarchical t-closeness on {attribute!r} needs a hierarchy for it under "
                 "sensitive"
             )
+
+
+def evened(counts: np.ndarray, budget: int) -> np.ndarray:
+    """``counts`` with ``budget`` taken off the largest, down to one common level (fractions
+    allowed): the most even counts that leaving ``budget`` records out can give.
+
+    >>> evened(np.array([10, 4, 1]), 8).tolist()
+    [3.0, 3.0, 1.0]
+    """
+    ranked = np.sort(np.asarray(counts, dtype=np.float64))[::-1]
+    level = 0.0
+    for top in range(1, len(ranked) + 1):  # (the level once the ``top`` largest are evened)
+        level = (ranked[:top].sum() - budget) / top
+        if top == len(ranked) or level >= ranked[top]:
+            break
+    return np.minimum(np.asarray(counts, dtype=np.float64), max(level, 0.0))
 
 
 def _check_orderable(config: AnonymizeConfig, name: str, labels: Sequence[str]) -> None:

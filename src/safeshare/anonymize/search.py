@@ -60,7 +60,7 @@ import numpy as np
 from safeshare.anonymize.evaluator import Assessment, Evaluator
 from safeshare.anonymize.grouping import group_rows
 from safeshare.anonymize.guide import SuppressionGuide
-from safeshare.anonymize.models import DeltaPresence, NoSolutionError
+from safeshare.anonymize.models import DeltaPresence, KAnonymity, NoSolutionError
 from safeshare.anonymize.problem import Chunking, NodeClasses, Problem
 from safeshare.anonymize.quality import SEPARABLE
 
@@ -472,11 +472,20 @@ def no_solution(problem: Problem, evaluator: Evaluator) -> NoSolutionError:
                 "allow more suppression or release a smaller sample",
                 best_k=best_k,
             )
+    asked = f"no transformation satisfies {', '.join(m.describe() for m in problem.models)}"
+    within = f"with at most {limit} suppressed record(s) ({problem.suppression_limit:.2%})"
+    k = max((m.k for m in problem.models if isinstance(m, KAnonymity)), default=1)
+    others = [m.describe() for m in problem.models if not isinstance(m, KAnonymity)]
+    if others and best_k >= k:  # (k alone is met: the other models are what fails)
+        return NoSolutionError(
+            f"{asked} {within}: k={k} alone is reachable (up to k={best_k}), so "
+            f"{', '.join(others)} cannot be met within that limit. Allow more suppression or "
+            "weaker models",
+            best_k=best_k,
+        )
     return NoSolutionError(
-        f"no transformation satisfies {', '.join(m.describe() for m in problem.models)} with at "
-        f"most {limit} suppressed record(s) ({problem.suppression_limit:.2%}); the best "
-        f"achievable k within that limit is {best_k}. Allow higher levels, more suppression, "
-        "or weaker models",
+        f"{asked} {within}; the best achievable k within that limit is {best_k}. Allow higher "
+        "levels, more suppression, or weaker models",
         best_k=best_k,
     )
 
