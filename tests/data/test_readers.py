@@ -190,3 +190,14 @@ def test_a_carriage_return_in_a_field_is_one_clear_line_when_sniffed_too(tmp_pat
     for read in (read_frame, sniff_csv):
         with pytest.raises(InputError, match=r"not a well-formed table .*quote fields"):
             read(path)
+
+
+@needs_shared
+def test_a_headerless_file_of_labels_and_texts_is_detected_as_such():
+    # the standard library's sniffer, left to guess the dialect of texts, split them at spaces
+    # and took the SMS spam collection's first record for a header
+    assert SHARED is not None
+    for name in ("sms_spam_collection.tsv", "uci_sentiment_imdb_labelled.tsv"):
+        path = SHARED / "text" / name
+        assert sniff_csv(path) == ("\t", False)
+        assert list(read_frame(path).columns) == ["column_1", "column_2"]

@@ -109,3 +109,47 @@ def test_the_server_warns_of_transforms_it_cannot_vouch_for(
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 3  # one line per reason, not one per request
     assert sum("has no attack figures" in line for line in logged) == 1
+
+
+def test_serve_says_when_an_attack_report_measured_no_transform_it_serves(
+    minilm: FrozenModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from safeshare.cli.obfuscate import obfuscate_app
+
+    attacked = saved(minilm, tmp_path / "attacked", seed=7)
+    saved(minilm, tmp_path / "other", seed=8)
+    report(tmp_path / "attack", attacked)
+    started = []
+    monkeypatch.setattr("safeshare.obfuscate.server.serve", lambda app, **_: started.append(app))
+    for served in ([], ["--transform", str(tmp_path / "other")]):
+        done = CliRunner().invoke(
+            obfuscate_app, ["serve", *served, "--attacks", str(tmp_path / "attack")]
+        )
+        assert done.exit_code == 0, done.output
+        said = " ".join(done.output.split())
+        assert f"measured transform {identity(attacked)[:16]}…, which this server does not" in said
+    assert len(started) == 2
+    both = ["--transform", str(tmp_path / "attacked"), "--attacks", str(tmp_path / "attack")]
+    done = CliRunner().invoke(obfuscate_app, ["serve", *both])
+    assert "does not serve" not in done.output and "attacks measured" in done.output
+
+
+def test_serve_refuses_an_address_it_cannot_listen_on_before_it_starts() -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from safeshare.cli.obfuscate import obfuscate_app
+
+    with socket.create_server(("127.0.0.1", 0)) as held:  # another program holds the port
+        port = held.getsockname()[1]
+        done = CliRunner().invoke(obfuscate_app, ["serve", "--port", str(port)])
+    assert isinstance(done.exception, InputError) and "serving" not in done.output
+    assert f"cannot listen on 127.0.0.1 port {port}" in str(done.exception)
+    nowhere = CliRunner().invoke(
+        obfuscate_app, ["serve", "--host", "not-an-ip.invalid", "--allow-remote"]
+    )
+    assert isinstance(nowhere.exception, InputError)
+    assert "--host not-an-ip.invalid: no such address" in str(nowhere.exception)

@@ -91,3 +91,24 @@ def test_a_head_for_another_model_or_no_head_is_refused(
         client.classify(["hello"])
     with pytest.raises(InputError, match="needs at least 2"):
         ClassificationHead.fit(np.zeros((3, 4)), ["a", "a", "a"], fingerprint="0" * 64)
+
+
+def test_an_attack_refuses_labels_its_f1_cannot_score(minilm: FrozenModel, saved: Path) -> None:
+    from safeshare.obfuscate.audit import attack_transform
+
+    transform = ObfuscationTransform.load(saved, minilm)
+    texts, public = HAM[:2] + SPAM[:2], HAM[2:] + SPAM[2:]
+
+    def attack(labels: list[str], sigmas: tuple[float, ...] = ()) -> None:
+        attack_transform(
+            minilm, transform, texts, public, labels=labels, sigmas=sigmas, plant=False,
+            inverter_steps=0, beam=1, seed=0,
+        )  # fmt: skip
+
+    # labels written another way than the head's classes scored F1 0, as if utility were lost
+    with pytest.raises(InputError, match=r"2 of the 4 labels \(2 distinct\) are none of the h"):
+        attack(["ham", "Ham", "spam", "SPAM "])
+    with pytest.raises(InputError, match="no attacked text is of the class 'spam'"):
+        attack(["ham"] * 4)
+    with pytest.raises(InputError, match=r"sigmas must be finite numbers > 0, not \[inf\]"):
+        attack(["ham", "ham", "spam", "spam"], sigmas=(float("inf"),))

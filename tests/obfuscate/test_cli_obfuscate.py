@@ -159,6 +159,32 @@ def test_bad_inputs_are_refused_with_the_fix(files: dict[str, Path]) -> None:
     assert "public text file" in str(missing.exception)
 
 
+def test_a_headerless_text_file_is_read_as_records_and_never_quoted(
+    files: dict[str, Path],
+) -> None:
+    # a labelled text file without a header (as the SMS and review sets are shipped): its
+    # first record is a record, and no error quotes it
+    headerless = files["root"] / "headerless.tsv"
+    headerless.write_text(
+        "".join(
+            f"{y}\t{t}, said the note\n"
+            for y, t in [
+                ("ham", PRIVATE[-2]),
+                *(("spam" if i % 3 else "ham", t) for i, t in enumerate(PRIVATE * 4)),
+            ]
+        )
+    )
+    runner = CliRunner()
+    default = runner.invoke(obfuscate_app, ["train", "--data", str(headerless), "--out", "x"])
+    assert isinstance(default.exception, InputError)
+    assert "one of ['column_1', 'column_2']" in str(default.exception)
+    forced = runner.invoke(
+        obfuscate_app, ["train", "--data", str(headerless), "--header", "--out", "x"]
+    )
+    assert isinstance(forced.exception, InputError)
+    assert "Alice" not in str(forced.exception) and "pass --no-header" in str(forced.exception)
+
+
 def test_help_says_what_each_command_needs() -> None:
     runner = CliRunner()
     attack = runner.invoke(obfuscate_app, ["attack", "--help"])

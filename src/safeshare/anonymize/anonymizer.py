@@ -54,6 +54,7 @@ from safeshare.anonymize.problem import Problem
 from safeshare.anonymize.recoding import Partition, full_domain, recode_suppressed
 from safeshare.anonymize.result import AnonymizationResult, ClassStatistics, ModelOutcome
 from safeshare.anonymize.search import optimal_search
+from safeshare.data.readers import shown_columns
 from safeshare.data.table import Table
 from safeshare.engine import default_engine
 from safeshare.errors import InputError
@@ -214,7 +215,7 @@ class Anonymizer:
         if absent:
             raise InputError(
                 f"the config names columns {absent} that the data do not have; "
-                f"the data have {list(columns)}"
+                f"the data have {shown_columns(columns)}"
             )
 
     def search(self, problem: Problem) -> tuple[Partition, dict[str, int | None], dict[str, Any]]:

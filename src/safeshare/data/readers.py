@@ -288,7 +288,7 @@ def _has_header(sample: str, delimiter: str) -> bool:
         return False
     if not rest:
         return True
-    if len(rest) <= 2 or _sniffer_says_header(sample):
+    if len(rest) <= 2 or _sniffer_says_header(sample, delimiter):
         return True
     # The sniffer votes only on columns of one value length; a table of free texts has none,
     # so it abstains (False).  Names there that never reappear below are a header; so are
@@ -303,11 +303,28 @@ def _has_header(sample: str, delimiter: str) -> bool:
     return names_apart and (constant or not fixed_length)
 
 
-def _sniffer_says_header(sample: str) -> bool:
+def _sniffer_says_header(sample: str, delimiter: str) -> bool:
+    """The standard library's vote on value types and lengths, on the columns ``delimiter``
+    splits (on its own it splits by the dialect it guesses, for texts often a space)."""
     try:
-        return csv.Sniffer().has_header(sample)
+        return _KnownDelimiter(delimiter).has_header(sample)
     except csv.Error:  # it cannot tell the dialect of one column of short texts: no vote
         return False
+
+
+class _KnownDelimiter(csv.Sniffer):
+    """A sniffer whose dialect is the delimiter already found."""
+
+    def __init__(self, delimiter: str) -> None:
+        super().__init__()
+        self.delimiter = delimiter
+
+    def sniff(self, sample: str, delimiters: str | None = None) -> type[csv.Dialect]:
+        class Known(csv.excel):
+            delimiter = self.delimiter
+            skipinitialspace = True
+
+        return Known
 
 
 def _is_number(value: str) -> bool:
@@ -350,6 +367,23 @@ def split_missing(
         if spelled.any():
             spellings[name] = values.where(spelled)
     return frame, pd.DataFrame(spellings, index=raw.index)
+
+
+def shown_columns(columns: Sequence[object]) -> str:
+    """The column names for an error message: listed where they all look like names, else
+    counted (a first row read as a header that is a record would be quoted).
+
+    >>> shown_columns(["text", "label"])
+    "['text', 'label']"
+    >>> shown_columns(["ham", "Go until jurong point, crazy.. Available only in bugis"])
+    '2 columns, whose header does not look like names (a record? pass --no-header)'
+    """
+    names = [str(c) for c in columns]
+    if all(len(name) <= 40 and len(name.split()) <= 4 for name in names):  # (short, few words)
+        return str(names)
+    return (
+        f"{len(names)} columns, whose header does not look like names (a record? pass --no-header)"
+    )
 
 
 def check_column_names(names: Sequence[str], where: str) -> None:

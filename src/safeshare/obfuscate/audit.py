@@ -23,6 +23,7 @@ empirical, not formal
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -284,8 +285,8 @@ def attack_transform(
             f"beam={beam}, inverter_steps={inverter_steps}: need a beam in [1, {MAX_BEAM}] "
             f"and inverter steps in [0, {MAX_INVERTER_STEPS:,}]"
         )
-    if any(not s > 0 for s in sigmas):
-        raise InputError(f"Gaussian sigmas must be > 0, not {list(sigmas)}")
+    if any(not 0 < s < math.inf for s in sigmas):
+        raise InputError(f"Gaussian sigmas must be finite numbers > 0, not {list(sigmas)}")
     truth, positive = _labels(transform, texts, labels, positive)
     generator, seeded = torch_generator(seed)
     planted = plant_pii(texts, np.random.default_rng(seed)) if plant else []
@@ -392,11 +393,23 @@ def _labels(
             "labels were given but the transform has no classification head to score; train "
             "it with `safeshare obfuscate train --label-column ...`"
         )
+    unknown = [label for label in truth if label not in head.classes]
+    if unknown:  # (an F1 of 0 for labels written another way would read as a lost utility)
+        raise InputError(
+            f"{len(unknown)} of the {len(truth)} labels ({len(set(unknown))} distinct) are none "
+            f"of the head's classes {list(head.classes)}; write them as in the head's training "
+            "data"
+        )
     if positive is None:
         counts = {c: truth.count(c) for c in head.classes}
         positive = min(head.classes, key=lambda c: (counts[c], c))
     if positive not in head.classes:
         raise InputError(
             f"positive class {positive!r} is not one of the head's classes {list(head.classes)}"
+        )
+    if positive not in truth:
+        raise InputError(
+            f"no attacked text is of the class {positive!r}, so its F1 says nothing; attack "
+            "texts of both classes (a larger --limit) or pass another --positive"
         )
     return truth, positive

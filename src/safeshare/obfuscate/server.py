@@ -299,6 +299,31 @@ def _http_protocol(header_timeout: float) -> type[Any]:
     return HeaderTimeoutProtocol
 
 
+def check_address(host: str, port: int) -> None:
+    """Refuse an address this machine cannot listen on (a port in use, a host that is not one
+    of its own) with one line, before anything starts (uvicorn would say so in its log only).
+
+    >>> check_address("127.0.0.1", 0)
+    """
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )[0]
+    except (socket.gaierror, UnicodeError):
+        raise InputError(
+            f"--host {host}: no such address; give an address of this machine"
+        ) from None
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the server will)
+        try:
+            probe.bind(address)
+        except OSError as err:
+            raise InputError(
+                f"cannot listen on {host} port {port} ({err.strerror}): another program holds "
+                "the port, or the address is not this machine's; pick another --port or --host"
+            ) from None
+
+
 def serve(
     app: Any,
     *,
@@ -318,6 +343,7 @@ def serve(
         if not isinstance(torch_threads, int) or torch_threads < 1:
             raise InputError(f"torch_threads must be a positive integer, not {torch_threads!r}")
         require_torch().set_num_threads(torch_threads)
+    check_address(host, port)
     _uvicorn().run(
         app,
         host=host,

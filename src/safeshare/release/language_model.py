@@ -24,6 +24,7 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.identity import Identity
+from safeshare.data.readers import shown_columns
 from safeshare.data.schema import Schema
 from safeshare.dp.accountant import NEIGHBOURING
 from safeshare.dp.budget import PrivacyBudget
@@ -80,14 +81,14 @@ def read_texts(
     if text_column not in frame.columns:
         raise SchemaError(
             f"--text-column {text_column!r} is not a column of {name}; columns: "
-            f"{list(frame.columns)}"
+            f"{shown_columns(frame.columns)}"
         )
     users = None
     if user_column is not None:
         if user_column not in frame.columns or user_column == text_column:
             raise SchemaError(
                 f"--user-column {user_column!r} is not a column of {name} besides the text "
-                f"column; columns: {list(frame.columns)}"
+                f"column; columns: {shown_columns(frame.columns)}"
             )
         if schema is not None and user_column in schema.names:
             raise SchemaError(

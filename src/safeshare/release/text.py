@@ -37,6 +37,7 @@ import pandas as pd
 
 from safeshare._progress import Progress, no_progress
 from safeshare.data.domain import Kind
+from safeshare.data.readers import shown_columns
 from safeshare.data.row_order import RowOrder
 from safeshare.dp.accountant import Accountant
 from safeshare.dp.budget import PrivacyBudget, check_delta, check_epsilon
@@ -391,7 +392,7 @@ def _text_columns(frame: pd.DataFrame, settings: TextSynthesisSettings) -> pd.Da
     for column in settings.columns:
         if column not in frame.columns:
             raise InputError(
-                f"no column {column!r} in the input (columns: {list(frame.columns)}); fix "
+                f"no column {column!r} in the input (columns: {shown_columns(frame.columns)}); fix "
                 "--text-column / --label-column"
             )
     frame = frame[settings.columns].copy()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from safeshare._progress import Progress, no_progress
+from safeshare.data.readers import shown_columns
 from safeshare.data.schema import Schema
 from safeshare.dp.budget import PrivacyBudget
 from safeshare.errors import InputError, SchemaError
@@ -41,7 +42,7 @@ def text_source(source: SensitiveTable, target: str, text_column: str) -> Sensit
     if text_column not in frame.columns:
         raise SchemaError(
             f"--text-column {text_column!r} is not a column of {source.name}; columns: "
-            f"{list(frame.columns)}"
+            f"{shown_columns(frame.columns)}"
         )
     if text_column == target:
         raise SchemaError("--text-column and --target name the same column; give two columns")
@@ -60,7 +61,7 @@ def user_ids(
     if user_column not in frame.columns or user_column in (target, text_column):
         raise SchemaError(
             f"--user-column {user_column!r} is not a column of the data besides the target and "
-            f"the text column; columns: {list(frame.columns)}"
+            f"the text column; columns: {shown_columns(frame.columns)}"
         )
     schema = table.schema
     if schema is not None:  # only the target's and the user column's entries, if any

@@ -28,6 +28,7 @@ from safeshare.data.plan import (
     guessed_names,
     left_out,
 )
+from safeshare.data.readers import shown_columns
 from safeshare.data.schema import Schema
 from safeshare.data.table import Table
 from safeshare.dp.accountant import NEIGHBOURING, Accountant
@@ -209,7 +210,7 @@ def split_users(
     if user_column not in frame.columns or user_column == target:
         raise SchemaError(
             f"--user-column {user_column!r} is not a column of the data besides the target; "
-            f"columns: {list(frame.columns)}"
+            f"columns: {shown_columns(frame.columns)}"
         )
     schema = source.schema
     if schema is not None and user_column in schema.names:
@@ -241,7 +242,7 @@ def read_table(
     frame, identity, name = read_input(data, schema, None, header)
     if target not in frame.columns:
         raise SchemaError(
-            f"--target {target!r} is not a column of {data.name}; columns: {list(frame.columns)}"
+            f"--target {target!r} is not a column of {data.name}; columns: {shown_columns(frame.columns)}"
         )
     return SensitiveTable(frame, schema, identity, name)
 
