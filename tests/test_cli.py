@@ -191,3 +191,15 @@ def test_progress_lines_name_each_step_and_attack_for_logs(tmp_path, capsys):
         "error: --progress 'bars' is unknown; use one of ['auto', 'lines', 'none']"
     ]
     assert not (tmp_path / "b").exists()
+
+
+def test_an_interrupt_says_so_in_one_line(tmp_path, fair_csv, capsys, monkeypatch):
+    # typer turns a KeyboardInterrupt into its own exit (130): the line must still come
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("safeshare.cli.show_progress", interrupted)
+    code = main(["risk", str(fair_csv), "--quasi-identifiers", "age", "--out", str(tmp_path / "r")])
+    assert code == 130
+    assert capsys.readouterr().err.strip() == "error: interrupted; nothing was written"
+    assert not (tmp_path / "r").exists()

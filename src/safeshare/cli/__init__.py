@@ -78,6 +78,9 @@ def _root(
     show_progress(progress)
 
 
+INTERRUPTED = 130  # the exit code of a run stopped by Ctrl-C (128 + SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``safeshare`` script; returns the exit code."""
     try:
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         error("interrupted; nothing was written")
-        return 130
+        return INTERRUPTED
     except MemoryError:  # before any spend, or in a job that spends none
         error("the run ran out of memory; nothing was written: free memory or ask for less")
         return 2
@@ -102,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
             show()
             return exit_code
         raise
+    if result == INTERRUPTED:  # (typer returns an interrupt as this exit code)
+        error("interrupted; nothing was written")
     return result if isinstance(result, int) else 0
 
 
