@@ -191,3 +191,17 @@ def test_help_says_what_each_command_needs() -> None:
     assert attack.exit_code == 0 and "PUBLIC" in attack.output
     serve = runner.invoke(obfuscate_app, ["serve", "--help"])
     assert "127.0.0.1" in serve.output and "--max-body-bytes" in serve.output
+
+
+def test_the_summary_reads_each_row_by_the_utility_of_its_model() -> None:
+    from safeshare.cli.obfuscate import _kept
+    from safeshare.obfuscate.audit import Condition
+    from safeshare.obfuscate.utility import NextTokenUtility
+
+    causal = Condition(
+        "learned transform", None, 0.98, None, (), (), NextTokenUtility(0.633, 0.288, 40)
+    )
+    assert _kept(causal) == "next-token KL 0.288 nats, top-1 agreement 63.3%"
+    headed = Condition("learned transform", None, 0.91, 0.75, (), ())
+    assert _kept(headed, "spam") == "F1 0.750 (spam), mean cosine 0.910 of outputs"
+    assert _kept(Condition("x", 0.1, 0.5, None, (), ())) == "mean cosine 0.500 of outputs"

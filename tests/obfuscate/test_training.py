@@ -61,6 +61,11 @@ def test_bad_training_arguments_are_refused(minilm: FrozenModel) -> None:
     for budget in (0.0, -1.0, float("inf"), float("nan")):
         with pytest.raises(InputError, match="utility budget must be a finite number > 0"):
             train_transform(minilm, TEXTS, utility_budget=budget)
+    # (each names the option a user of the command line gave, and only the one at fault)
+    with pytest.raises(InputError, match=r"^steps \(--steps\) is 0; it must be at least 1 and"):
+        train_transform(minilm, TEXTS, steps=0)
+    with pytest.raises(InputError, match=r"^batch_size \(--batch-size\) is -2; it must be at"):
+        train_transform(minilm, TEXTS, batch_size=-2)
 
 
 def test_a_utility_budget_raises_the_weight_below_it_and_lowers_it_above(

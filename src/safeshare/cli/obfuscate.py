@@ -427,7 +427,8 @@ def attack_obfuscation(given: AttackArguments) -> None:
     public_texts = read_lines(given.public)
     frozen = load_model(given.model, max_length=given.max_length)
     loaded = ObfuscationTransform.load(given.transform, frozen)
-    with progress_bar(given.quiet) as progress:
+    with progress_bar(given.quiet) as progress, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         report = attack_transform(
             frozen,
             loaded,
@@ -443,6 +444,8 @@ def attack_obfuscation(given: AttackArguments) -> None:
             seed=given.seed,
             progress=progress,
         )
+    for message in dict.fromkeys(str(w.message) for w in caught):  # (each once; never a text)
+        warn(message)
     record = report.to_dict()
     files = {
         "attack.json": json.dumps(record, indent=2),
@@ -474,9 +477,8 @@ def _attack_summary(report: Any, out: Path) -> None:
         )
     for condition in report.conditions[1:]:
         strongest = condition.strongest
-        kept = "" if condition.f1 is None else f"F1 {condition.f1:.3f}, "
         stdout.print(
-            f"baseline    {condition.name}: {kept}cosine {condition.utility:.3f}, up to "
+            f"baseline    {condition.name}: {_kept(condition)}, up to "
             f"{strongest.recovered.value:.1%} of tokens recovered ({strongest.attack})"
         )
     read = report.conditions[0].information if report.conditions else None
@@ -485,5 +487,17 @@ def _attack_summary(report: Any, out: Path) -> None:
             f"information the inverter reads: {read.extracted:.2f} of {read.prior_bits:.2f} "
             "bits a token (a variational estimate; see report.md)"
         )
-    f1 = "" if report.f1 is None else f", F1 {report.f1:.3f} ({report.positive})"
-    stdout.print(f"utility     mean cosine {report.utility:.3f} of outputs{f1}; written {out}")
+    kept = _kept(report.conditions[0], report.positive)
+    stdout.print(f"utility     {kept}; written {out}")
+
+
+def _kept(condition: Any, positive: str | None = None) -> str:
+    """The utility a way of sending kept: the next token for a causal model (KL and top-1
+    agreement), else the head's F1 (of ``positive``) and the pooled outputs' cosine."""
+    if condition.next_token is not None:
+        kept = condition.next_token
+        return f"next-token KL {kept.kl:.3f} nats, top-1 agreement {kept.agreement:.1%}"
+    cosine = f"mean cosine {condition.utility:.3f} of outputs"
+    if condition.f1 is None:
+        return cosine
+    return f"F1 {condition.f1:.3f}{f' ({positive})' if positive else ''}, {cosine}"

@@ -128,8 +128,8 @@ def load_model(
     positions = getattr(network.config, "max_position_embeddings", None)
     if isinstance(positions, int) and max_length > positions:
         raise InputError(
-            f"max_length {max_length:,} is more tokens than the model's {positions:,} positions; "
-            f"give at most {positions:,}"
+            f"{max_length:,} tokens a text (max_length: --max-length, or serve's --max-tokens) "
+            f"is more than the model's {positions:,} positions; give at most {positions:,}"
         )
     return FrozenModel.wrap(network, tokenizer, max_length=max_length, causal=causal)
 

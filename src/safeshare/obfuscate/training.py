@@ -268,11 +268,14 @@ def train_transform(
     weight = _starting_weight(weight, utility, head is not None, utility_budget)
     if learning_rate is None:
         learning_rate = NEXT_TOKEN_LEARNING_RATE if utility == NEXT_TOKEN else LEARNING_RATE
-    if not (1 <= steps <= MAX_STEPS and 1 <= batch_size <= MAX_STEPS and record_every >= 1):
-        raise InputError(
-            f"steps={steps}, batch_size={batch_size}, record_every={record_every}: each must be "
-            f">= 1, and steps and batch_size at most {MAX_STEPS:,}"
-        )
+    for name, value, most in (
+        ("steps (--steps)", steps, MAX_STEPS),
+        ("batch_size (--batch-size)", batch_size, MAX_STEPS),
+        ("record_every", record_every, None),
+    ):
+        if not (value >= 1 and (most is None or value <= most)):
+            limit = f" and at most {most:,}" if most is not None else ""
+            raise InputError(f"{name} is {value}; it must be at least 1{limit}")
     texts = list(texts)
     if len(texts) < 2:
         raise InputError(f"need at least 2 training texts, got {len(texts)}")

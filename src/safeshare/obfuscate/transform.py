@@ -49,7 +49,7 @@ def torch_generator(seed: int | None = None) -> tuple[Any, bool]:
         generator.manual_seed(secrets.randbits(63))
         return generator, False
     if not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a non-negative integer or None, not {seed!r}")
+        raise InputError(f"seed (--seed) must be a non-negative integer or None, not {seed!r}")
     generator.manual_seed(seed)
     return generator, True
 

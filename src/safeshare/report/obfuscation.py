@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -33,6 +34,40 @@ _LEARNED, _GAUSSIAN = "#DD8452", "#4C72B0"
 _MARKERS = {"nearest neighbour": "o", "beam search (BeamClean-style)": "s"}
 
 
+@dataclass(frozen=True)
+class _Measure:
+    """The utility the report puts against recovery: a key of each condition, its column
+    heading, its sentence, its value on clean inputs, and a second column beside it."""
+
+    key: str
+    heading: str
+    sentence: str
+    clean: float | None
+    second: tuple[str, str, float] | None = None  # (heading, key, value on clean inputs)
+    lower_keeps_more: bool = False
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> _Measure:
+        conditions = report.get("conditions", [])
+        if conditions and all(c.get("next_token_kl") is not None for c in conditions):
+            return cls(
+                "next_token_kl", "next-token KL (nats)",
+                "the mean KL divergence (nats) between the causal model's next-token "
+                "distributions on clean and on obfuscated inputs (lower keeps more; beside it "
+                "the top-1 agreement with the clean model)",
+                0.0, ("top-1 agreement", "next_token_agreement", 1.0), lower_keeps_more=True,
+            )  # fmt: skip
+        if conditions and all(c.get("f1") is not None for c in conditions):
+            return cls(
+                "f1", "F1", "the F1 of the classification head on obfuscated inputs",
+                report.get("clean_f1"), ("cosine", "utility_cosine", 1.0),
+            )  # fmt: skip
+        return cls(
+            "utility_cosine", "cosine",
+            "the mean cosine between the model's outputs on obfuscated and clean inputs", 1.0,
+        )  # fmt: skip
+
+
 def render_obfuscation_report(report: dict[str, Any]) -> str:
     """The report of an obfuscation attack (``AttackReport.to_dict()``), as one HTML string."""
     environment = Environment(
@@ -41,13 +76,13 @@ def render_obfuscation_report(report: dict[str, Any]) -> str:
     )
     conditions = report.get("conditions", [])
     attacks = sorted({a["attack"] for c in conditions for a in c["attacks"]}, key=_order)
-    use_f1 = bool(conditions) and all(c.get("f1") is not None for c in conditions)
+    measure = _Measure.of(report)
     rows = [
         {
             "input": c["input"],
             "learned": c["sigma"] is None,
-            "utility": c["f1"] if use_f1 else c["utility_cosine"],
-            "cosine": c["utility_cosine"],
+            "utility": c[measure.key],
+            "second": c[measure.second[1]] if measure.second else None,
             "attacks": {a["attack"]: a for a in c["attacks"]},
             "strongest": max(a["recovered"] for a in c["attacks"]),
             "information": c.get("information"),
@@ -58,8 +93,9 @@ def render_obfuscation_report(report: dict[str, Any]) -> str:
         report=report,
         rows=rows,
         attacks=attacks,
-        use_f1=use_f1,
-        chart=trade_off_chart(rows, use_f1) if rows else "",
+        measure=measure,
+        learned_kept=conditions[0] if conditions else None,
+        chart=trade_off_chart(rows, measure) if rows else "",
         inverter=[
             (c["input"], a, c.get("information"))
             for c in conditions
@@ -75,7 +111,7 @@ def _order(attack: str) -> tuple[int, str]:
     return (known.index(attack) if attack in known else len(known), attack)
 
 
-def trade_off_chart(rows: list[dict[str, Any]], use_f1: bool) -> str:
+def trade_off_chart(rows: list[dict[str, Any]], measure: _Measure) -> str:
     """Utility (x) against token recovery (y), one marker per attack, per way of sending."""
     figure = _figure(6.5, 3.2)
     axes = figure.add_subplot()
@@ -103,9 +139,13 @@ def trade_off_chart(rows: list[dict[str, Any]], use_f1: bool) -> str:
         axes.plot([], [], color=_GAUSSIAN, linestyle="--", label="Gaussian, strongest attack")
     for attack, marker in [*_MARKERS.items(), ("learned inversion network", "^")]:
         axes.scatter([], [], marker=marker, color="#555555", label=attack)
-    axes.set_xlabel("F1 of the head on obfuscated inputs" if use_f1 else "mean cosine of outputs")
+    axes.set_xlabel(
+        f"{measure.heading} on obfuscated inputs"
+        + (" (lower keeps more)" if measure.lower_keeps_more else "")
+    )
     axes.set_ylabel("tokens recovered")
     axes.set_ylim(-0.03, 1.05)
-    axes.set_xlim(-0.03, 1.05)
+    widest = max([1.0, *(row["utility"] for row in rows)]) if measure.lower_keeps_more else 1.0
+    axes.set_xlim(-0.03 * widest, 1.05 * widest)
     axes.legend(frameon=False, fontsize=8, loc="lower left")
     return _svg(figure)
