@@ -79,10 +79,13 @@ def test_risk_against_a_population_table(tmp_path, people, capsys) -> None:
         (["--quasi-identifiers", "zip,height"], "no column 'height'"),
         (["--quasi-identifiers", "zip,zip"], "twice"),
         (["--quasi-identifiers", "zip", "--population-size", "3"], "smaller than the table"),
+        (["--quasi-identifiers", "zip", "--population", "FEW"], "population table (1 records)"),
         (["--quasi-identifiers", "zip", "--threshold", "0"], "--threshold"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, people, capsys, extra, message):
+    extra = [str(tmp_path / "few.csv") if a == "FEW" else a for a in extra]
+    (tmp_path / "few.csv").write_text("zip\n13053\n")  # (a population of one)
     code, _, err = run(["risk", people, "--out", tmp_path / "r", *extra], capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()

@@ -90,6 +90,11 @@ def measure_risk(
             f"--population-size {population_size:,} is smaller than the table's "
             f"{len(table):,} records; give the size of the population the records come from"
         )
+    if people is not None and len(people) < len(table):
+        raise InputError(
+            f"the population table ({len(people):,} records) is smaller than the table's "
+            f"{len(table):,} records; give the population the records were drawn from"
+        )
     progress("measuring", 0.3)
     risk = reidentification_risk(
         table, qis, population_size=population_size, population=people, threshold=threshold
