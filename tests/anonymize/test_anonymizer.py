@@ -208,6 +208,43 @@ def test_a_date_shift_reads_its_subject_before_the_subject_is_dropped(monkeypatc
     assert shifted[0] != pd.Timestamp("2024-01-01") or shifted[2] != pd.Timestamp("2024-02-01")
 
 
+def test_a_date_shift_keys_by_the_subject_as_given_whatever_else_transforms_it(monkeypatch):
+    monkeypatch.setenv("TEST_KEY", KEY)
+    subjects = [f"P{i:04d}" for i in range(12)]
+    frame = pd.DataFrame(
+        {
+            "age": ["30", "31"] * 12,
+            "patient": subjects * 2,
+            "visit": [f"2024-01-{d:02d}" for d in range(1, 25)],
+        }
+    )
+    shift = {"date_shift": {"subject": "patient", "key_env": "TEST_KEY", "max_days": 30}}
+    qi = {"age": {"hierarchy": {"intervals": [10]}}}
+
+    def offsets(transforms: dict, data: pd.DataFrame = frame) -> list[int]:
+        config = {"quasi_identifiers": qi, "privacy": {"k": 2}, "transforms": transforms}
+        out = Anonymizer(config).fit(data).frame
+        moved = pd.to_datetime(out["visit"]) - pd.to_datetime(data["visit"])
+        return moved.dt.days.tolist()
+
+    plain = offsets({"visit": shift})
+    assert len(set(plain)) > 4  # (12 subjects: offsets of their own)
+    # masked first ('P0******' for every one), the offsets were one for all; pseudonymized
+    # first, they followed the pseudonym key
+    assert offsets({"patient": {"mask": {"keep": 2}}, "visit": shift}) == plain
+    monkeypatch.setenv("OTHER_KEY", "f" * 64)
+    assert offsets({"patient": {"pseudonymize": {"key_env": "OTHER_KEY"}}, "visit": shift}) == plain
+    # records without a subject are not linked by one shared offset
+    unknown = frame.assign(patient=[None] * 24)
+    assert len(set(offsets({"visit": shift}, unknown))) > 4
+    # a date with a time of day keeps it (one read as days only refused it)
+    timed = frame.assign(visit=["2024-01-01 10:30:00", *frame["visit"][1:]])
+    config = {"quasi_identifiers": qi, "privacy": {"k": 2}, "transforms": {"visit": shift}}
+    first = Anonymizer(config).fit(timed).frame["visit"][0]
+    assert first.endswith(" 10:30:00")
+    assert (pd.Timestamp(first) - pd.Timestamp("2024-01-01 10:30")).days == plain[0]
+
+
 def test_editing_the_released_frame_leaves_the_input_as_it_was():
     frame = pd.DataFrame({"age": ["30", "31", "32", "33"], "note": list("abcd"), "n": [1.0] * 4})
     before = frame.copy()
@@ -335,6 +372,22 @@ def test_an_l_diversity_no_class_can_reach_is_refused_before_the_search():
     with pytest.raises(AnonymizationError, match=r"with 4 records suppressed reaches only l=1\.8"):
         fit(0.1, variant="entropy")
     fit(0.5, variant="entropy")  # the whole table is at l=1.75, yet dropping the other zip works
+    fit(1.0, variant="entropy")  # (all may be suppressed: the bound is every value alike)
+
+
+def test_no_solution_under_a_level_cap_still_says_to_allow_higher_levels():
+    zips = [f"1110{i}" for i in range(1, 6)] * 2 + [f"1111{i}" for i in range(1, 6)] * 2
+    frame = pd.DataFrame({"zip": zips, "s": ["a"] * 10 + ["b"] * 10})
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask", "max_level": 1}},
+        "sensitive": ["s"],
+        "privacy": {"k": 2, "l_diversity": {"attribute": "s", "l": 2}},
+        "suppression_limit": 0.1,
+    }
+    with pytest.raises(NoSolutionError, match=r"Allow higher levels \(a max_level lowers the top"):
+        Anonymizer(config).fit(frame)
+    del config["quasi_identifiers"]["zip"]["max_level"]
+    assert Anonymizer(config).fit(frame).transformation == {"zip": 2}  # (which higher levels do)
 
 
 def test_config_errors_are_one_line():

@@ -201,3 +201,20 @@ def test_a_headerless_file_of_labels_and_texts_is_detected_as_such():
         path = SHARED / "text" / name
         assert sniff_csv(path) == ("\t", False)
         assert list(read_frame(path).columns) == ["column_1", "column_2"]
+
+
+@pytest.mark.parametrize(
+    ("content", "header"),
+    [
+        # a name over values of its own length but of another kind is a name
+        ("visit_date\n" + "".join(f"2024-01-{d:02d}\n" for d in range(1, 29)), True),
+        ("admit_date,discharge_date\n" + "".join(f"2024-01-{d:02d},2024-02-{d:02d}\n" for d in range(1, 29)), True),
+        ("text,tag\n" + "".join(f'"loved it, would buy {i}",{"pos" if i % 2 else "neg"}\n' for i in range(30)), True),
+        ("id|text\n" + "".join(f"x{i}|this is the text number {i} here\n" for i in range(10)), True),
+        # a first record whose values recur below is a record
+        ("".join(f"{['pos', 'neg'][i % 2]},{['red', 'tan'][i % 2]}\n" for i in range(30)), False),
+    ],
+    ids=["dates", "two-dates", "text-and-tag", "id-and-text", "labels-no-header"],
+)  # fmt: skip
+def test_a_header_of_names_over_values_of_another_kind_is_detected(tmp_path, content, header):
+    assert sniff_csv(write(tmp_path, content))[1] is header

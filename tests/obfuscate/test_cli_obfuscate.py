@@ -177,7 +177,9 @@ def test_a_headerless_text_file_is_read_as_records_and_never_quoted(
     runner = CliRunner()
     default = runner.invoke(obfuscate_app, ["train", "--data", str(headerless), "--out", "x"])
     assert isinstance(default.exception, InputError)
-    assert "one of ['column_1', 'column_2']" in str(default.exception)
+    assert "one of ['column_1', 'column_2']; no header was detected: pass --header" in str(
+        default.exception
+    )
     forced = runner.invoke(
         obfuscate_app, ["train", "--data", str(headerless), "--header", "--out", "x"]
     )
@@ -205,3 +207,5 @@ def test_the_summary_reads_each_row_by_the_utility_of_its_model() -> None:
     headed = Condition("learned transform", None, 0.91, 0.75, (), ())
     assert _kept(headed, "spam") == "F1 0.750 (spam), mean cosine 0.910 of outputs"
     assert _kept(Condition("x", 0.1, 0.5, None, (), ())) == "mean cosine 0.500 of outputs"
+    both = Condition("learned transform", None, 0.98, 0.75, (), (), NextTokenUtility(0.5, 1.2, 9))
+    assert _kept(both, "spam") == "F1 0.750 (spam), next-token KL 1.200 nats, top-1 agreement 50.0%"

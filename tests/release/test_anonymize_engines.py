@@ -170,6 +170,14 @@ def test_the_cli_releases_through_an_engine(tmp_path, fair_csv):
     assert card["engine"]["name"] == "duckdb" and card["engine"]["memory_limit"] == "1GB"
     auto = anonymize_with("auto", fair_csv, tmp_path / "auto", FAIR_CONFIG)
     assert auto["engine"] == {"name": "numpy"}  # a small file stays in memory
+    # options of DP synthesis would be silently dropped: they are refused, nothing written
+    for extra, named in (
+        (["--output-format", "parquet"], "--output-format does nothing"),
+        (["--epsilon", "0.5", "--seed", "3"], "--epsilon, --seed do nothing"),
+    ):
+        refused = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "x"), *extra])
+        assert isinstance(refused.exception, InputError) and named in str(refused.exception)
+        assert not (tmp_path / "x").exists()
 
 
 def test_errors_name_the_column_and_the_fix(tmp_path, fair_csv):

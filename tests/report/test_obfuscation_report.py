@@ -18,7 +18,9 @@ def _report(**kept: Any) -> dict[str, Any]:
     return {
         "texts": 2, "public_texts": 5, "model_fingerprint": "ab" * 32, "f1": None,
         "f1_positive_class": None, "utility_cosine": 0.9, "secure_noise": True,
-        "guarantee": "empirical, not formal", "inverter_steps": 0, "pii": [], "attacks": [],
+        "guarantee": "empirical, not formal", "inverter_steps": 0, "pii": [],
+        "attacks": [{"attack": "nearest neighbour", "input": "clean", "recovered": 1.0,
+                     "interval": [0.9, 1.0], "tokens": 50}],
         "conditions": [
             condition("learned transform", None, 0.2, **kept.get("learned", {})),
             condition("Gaussian noise σ=0.3", 0.3, 0.9, **kept.get("gaussian", {})),
@@ -42,3 +44,10 @@ def test_a_causal_model_is_read_by_its_next_token() -> None:
 def test_without_next_token_or_labels_the_cosine_is_the_utility() -> None:
     html = render_obfuscation_report(_report())
     assert "cosine 0.900" in html and "next-token" not in html
+
+
+def test_a_causal_model_with_a_head_is_read_by_the_head_first() -> None:
+    kept = {"next_token_kl": 1.5, "next_token_agreement": 0.5, "f1": 0.75}
+    report = {**_report(learned=kept, gaussian={**kept, "f1": 0.5}), "f1": 0.75}
+    html = render_obfuscation_report({**report, "f1_positive_class": "spam", "clean_f1": 0.8})
+    assert "F1 0.750" in html and "spam" in html and "0.800" in html  # (the clean row's F1)

@@ -293,7 +293,11 @@ def evened(counts: np.ndarray, budget: int) -> np.ndarray:
 
     >>> evened(np.array([10, 4, 1]), 8).tolist()
     [3.0, 3.0, 1.0]
+    >>> evened(np.array([10, 4, 0]), 14).tolist()  # (all but a sliver: the values alike)
+    [1.0, 1.0, 0.0]
     """
+    if budget >= np.sum(counts):  # (at the limit the evened counts are alike: scale them up)
+        return (np.asarray(counts) > 0).astype(np.float64)
     ranked = np.sort(np.asarray(counts, dtype=np.float64))[::-1]
     level = 0.0
     for top in range(1, len(ranked) + 1):  # (the level once the ``top`` largest are evened)

@@ -85,14 +85,17 @@ def release_records(
         shown = shown[keep] if removing else shown
         released[name] = pd.Categorical.from_codes(shown, categories=index, validate=False)
     dropped = _dropped(config, list(frame.columns))
-    # (a date shift reads its subject, which may be dropped after)
-    subjects = {s.date_shift.subject for s in config.transforms.values() if s.date_shift}
-    written = [name for name in frame.columns if name not in dropped or name in subjects]
+    written = [name for name in frame.columns if name not in dropped]
     for name in written:
         if name not in released:
             values = frame[name].array
             released[name] = values[keep] if removing else values
     out = pd.DataFrame({name: released[name] for name in written})
+    # a date shift reads its subject as given: dropped, masked or pseudonymized in the output
+    subjects = {s.date_shift.subject for s in config.transforms.values() if s.date_shift}
+    given = {
+        name: _subject_keys(frame, name)[keep if removing else slice(None)] for name in subjects
+    }
     domain = Domain(
         tuple(
             Column(
@@ -107,9 +110,8 @@ def release_records(
         )
     )
     table = Table({name: columns[name][keep] for name in qis}, domain)
-    _transform_identifiers(config, out, qis)
-    late = [name for name in written if name in dropped]
-    return (out.drop(columns=late) if late else out), table
+    _transform_identifiers(config, out, qis, given)
+    return out, table
 
 
 def _labels(
@@ -133,9 +135,24 @@ def _labels(
     return labels, pd.Index(labels), codes
 
 
-def _transform_identifiers(config: AnonymizeConfig, out: pd.DataFrame, qis: list[str]) -> None:
+def _subject_keys(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """Column ``name`` as the key of each record's date shift: its value, or for a record
+    without one the record itself (all its values), so that such records are not linked by
+    one shared offset, and a record's dates keep their intervals."""
+    keys = frame[name].astype("string").to_numpy(dtype=object, na_value=None)
+    missing = np.flatnonzero(pd.isna(keys))
+    if len(missing):
+        records = frame.iloc[missing].astype("string").fillna("")
+        keys[missing] = ["\x1erecord\x1f" + "\x1f".join(row) for row in records.itertuples(False)]
+    return keys
+
+
+def _transform_identifiers(
+    config: AnonymizeConfig, out: pd.DataFrame, qis: list[str], subjects: dict[str, Any]
+) -> None:
     """Apply each column's transform to the released frame ``out``, in place: pseudonyms,
-    masks, microaggregation (per released class), date shifts, top and bottom coding."""
+    masks, microaggregation (per released class), date shifts (by the ``subjects`` as given,
+    one value per released record), top and bottom coding."""
     for name, spec in config.transforms.items():
         if spec.drop or spec.keep:
             continue
@@ -164,7 +181,8 @@ def _transform_identifiers(config: AnonymizeConfig, out: pd.DataFrame, qis: list
                 key_file=config.resolve(shift.key_file) if shift.key_file else None,
                 key_env=shift.key_env,
             )
-            out[name] = date_shift(out[name], out[shift.subject], key, max_days=shift.max_days)
+            subject = pd.Series(subjects[shift.subject], index=out.index, name=shift.subject)
+            out[name] = date_shift(out[name], subject, key, max_days=shift.max_days)
         else:
             out[name] = code_extremes(out[name], top=spec.top_code, bottom=spec.bottom_code)
 

@@ -474,13 +474,15 @@ def no_solution(problem: Problem, evaluator: Evaluator) -> NoSolutionError:
             )
     asked = f"no transformation satisfies {', '.join(m.describe() for m in problem.models)}"
     within = f"with at most {limit} suppressed record(s) ({problem.suppression_limit:.2%})"
-    k = max((m.k for m in problem.models if isinstance(m, KAnonymity)), default=1)
+    capped = problem.lattice.top != tuple(h.height for h in problem.hierarchies)
+    higher = "higher levels (a max_level lowers the top), " if capped else ""
+    ks = [m.k for m in problem.models if isinstance(m, KAnonymity)]
     others = [m.describe() for m in problem.models if not isinstance(m, KAnonymity)]
-    if others and best_k >= k:  # (k alone is met: the other models are what fails)
+    if others and (not ks or best_k >= max(ks)):  # (k is met: the other models are what fails)
+        reached = f"k={max(ks)} alone is reachable (up to k={best_k}), so " if ks else ""
         return NoSolutionError(
-            f"{asked} {within}: k={k} alone is reachable (up to k={best_k}), so "
-            f"{', '.join(others)} cannot be met within that limit. Allow more suppression or "
-            "weaker models",
+            f"{asked} {within}: {reached}{', '.join(others)} cannot be met within that limit "
+            f"at the levels allowed. Allow {higher}more suppression, or weaker models",
             best_k=best_k,
         )
     return NoSolutionError(

@@ -118,25 +118,35 @@ def mask(values: pd.Series, *, keep: int = 0, keep_end: int = 0, char: str = "*"
 def date_shift(
     values: pd.Series, subjects: pd.Series, key: SecretKey, *, max_days: int = 30
 ) -> pd.Series:
-    """Every date of a subject moved by the same keyed offset in ``[-max_days, max_days]``."""
+    """Every date of a subject moved by the same keyed offset in ``[-max_days, max_days]``.
+
+    ``subjects`` (one per value, none missing) are the subjects as given, not as another
+    transform wrote them.  Dates keep their time of day where they have one.
+    """
     if max_days < 1:
         raise SchemaError(f"max_days must be at least 1, got {max_days}")
     dates = pd.to_datetime(values, errors="coerce")
+    retry = dates.isna() & values.notna()
+    if retry.any():  # (a format is inferred from the first value: read the others one by one)
+        dates[retry] = pd.to_datetime(values[retry], format="mixed", errors="coerce")
     bad = dates.isna() & values.notna()
     if bad.any():
         raise InputError(
             f"column {values.name!r}: {int(bad.sum())} value(s) are not dates; "
-            "date shifting needs dates such as 2024-03-31"
+            "date shifting needs dates such as 2024-03-31 (or 2024-03-31 10:30)"
         )
     span = 2 * max_days + 1
 
-    def offset(subject: object) -> int:
+    def offset(subject: str) -> int:
         number = int.from_bytes(key.digest(f"date-shift\x1f{subject}")[:8], "big")
         return number % span - max_days
 
-    offsets = subjects.map(offset).astype("int64")
-    shifted = dates + pd.to_timedelta(offsets, unit="D")
-    out = shifted.dt.strftime("%Y-%m-%d")
+    if subjects.isna().any():
+        raise ValueError("every date needs a subject; key a record without one by itself")
+    offsets = subjects.astype("string").map(offset).astype("int64")
+    shifted = dates + pd.to_timedelta(offsets.to_numpy(), unit="D")
+    timed = bool((dates.dropna() != dates.dropna().dt.normalize()).any())
+    out = shifted.dt.strftime("%Y-%m-%d %H:%M:%S" if timed else "%Y-%m-%d")
     return out.where(dates.notna(), None).astype(object)
 
 

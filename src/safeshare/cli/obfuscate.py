@@ -69,11 +69,13 @@ def _read_columns(
     from safeshare.data.readers import shown_columns
 
     frame = read_frame(data, header=header)
+    unnamed = header is None and all(c == f"column_{i + 1}" for i, c in enumerate(frame.columns))
     for name, flag in wanted:
         if name not in frame.columns:
+            hint = "; no header was detected: pass --header if the first row names them"
             raise InputError(
                 f"column {name!r} is not in {data}; pass {flag}, one of "
-                f"{shown_columns(frame.columns)}"
+                f"{shown_columns(frame.columns)}{hint if unnamed else ''}"
             )
     rows = frame[[name for name, _ in wanted]].dropna()
     columns = [[str(value) for value in rows[name]] for name, _ in wanted]
@@ -492,12 +494,15 @@ def _attack_summary(report: Any, out: Path) -> None:
 
 
 def _kept(condition: Any, positive: str | None = None) -> str:
-    """The utility a way of sending kept: the next token for a causal model (KL and top-1
-    agreement), else the head's F1 (of ``positive``) and the pooled outputs' cosine."""
+    """The utility a way of sending kept: the head's F1 (of ``positive``) where it has one,
+    then the next token for a causal model (KL and top-1 agreement), else the pooled
+    outputs' cosine."""
+    parts = []
+    if condition.f1 is not None:
+        parts.append(f"F1 {condition.f1:.3f}" + (f" ({positive})" if positive else ""))
     if condition.next_token is not None:
         kept = condition.next_token
-        return f"next-token KL {kept.kl:.3f} nats, top-1 agreement {kept.agreement:.1%}"
-    cosine = f"mean cosine {condition.utility:.3f} of outputs"
-    if condition.f1 is None:
-        return cosine
-    return f"F1 {condition.f1:.3f}{f' ({positive})' if positive else ''}, {cosine}"
+        parts.append(f"next-token KL {kept.kl:.3f} nats, top-1 agreement {kept.agreement:.1%}")
+    else:
+        parts.append(f"mean cosine {condition.utility:.3f} of outputs")
+    return ", ".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -255,6 +256,15 @@ def release_table(given: ReleaseArguments) -> None:
 release_command = command(ReleaseArguments, release_table)
 
 
+# the options --method anonymize reads (the others are DP synthesis's)
+_ANONYMIZE_READS = {"data", "out", "method", "config", "schema", "header", "engine"} | {
+    "spark_master",
+    "memory_limit",
+    "force",
+    "quiet",
+}
+
+
 def _anonymize(given: ReleaseArguments) -> None:
     """``--method anonymize``: the config's models reached by generalization, not DP."""
     from safeshare.cli.anonymize import anonymization_summary
@@ -262,6 +272,17 @@ def _anonymize(given: ReleaseArguments) -> None:
 
     if given.config is None:
         raise InputError("--method anonymize needs --config anon.yaml (see docs/anonymize.md)")
+    ignored = [
+        "--" + field.name.replace("_", "-")
+        for field in dataclasses.fields(given)
+        if field.name not in _ANONYMIZE_READS and getattr(given, field.name) != field.default
+    ]
+    if ignored:  # (silently dropped, a user would believe them applied)
+        raise InputError(
+            f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} nothing with "
+            "--method anonymize (no DP budget, no synthesis; it writes anonymized.csv): drop "
+            f"{'it' if len(ignored) == 1 else 'them'}, and put what to reach in --config"
+        )
     with progress_bar(given.quiet) as progress:
         result = release_anonymized(
             given.data,

@@ -291,16 +291,29 @@ def _has_header(sample: str, delimiter: str) -> bool:
     if len(rest) <= 2 or _sniffer_says_header(sample, delimiter):
         return True
     # The sniffer votes only on columns of one value length; a table of free texts has none,
-    # so it abstains (False).  Names there that never reappear below are a header; so are
-    # they above a column that holds one value all the way down (`x` over `a, a, a, ...`),
-    # where the sniffer's vote on value lengths says nothing.
+    # so it abstains (False).  Names there that never reappear below are a header.  Where a
+    # column has one value length, the sniffer's vote on lengths said no; it says nothing
+    # when a name of that length stands over values of another kind: a few labels that
+    # recur (`tag` over `pos, neg, ...`; `x` over `a, a, ...`), values without a letter
+    # (`visit_date` over dates), or free text beside (`id` and `text` over `x0` and texts).
     names_apart = all(
         _NAME.fullmatch(v.strip()) is not None and all(r[i].strip() != v.strip() for r in rest)
         for i, v in enumerate(first)
     )
     fixed_length = any(len({len(r[i]) for r in rest}) == 1 for i in range(len(first)))
-    constant = any(len({r[i].strip() for r in rest}) == 1 for i in range(len(first)))
-    return names_apart and (constant or not fixed_length)
+    return names_apart and (
+        not fixed_length or any(_unlike(v, [r[i] for r in rest]) for i, v in enumerate(first))
+    )
+
+
+def _unlike(name: str, below: list[str]) -> bool:
+    """Whether ``name`` (a name that never reappears) is of another kind than the values
+    ``below`` it: these are a few labels that recur, hold no letter where it has some, or are
+    free text (most of several words)."""
+    labels = len({value.strip() for value in below}) * 4 <= len(below)
+    unlettered = any(c.isalpha() for c in name) and not any(c.isalpha() for v in below for c in v)
+    texts = sum(len(value.split()) > 2 for value in below) * 2 > len(below)
+    return labels or unlettered or texts
 
 
 def _sniffer_says_header(sample: str, delimiter: str) -> bool:

@@ -36,8 +36,9 @@ _MARKERS = {"nearest neighbour": "o", "beam search (BeamClean-style)": "s"}
 
 @dataclass(frozen=True)
 class _Measure:
-    """The utility the report puts against recovery: a key of each condition, its column
-    heading, its sentence, its value on clean inputs, and a second column beside it."""
+    """The utility the report puts against recovery (a head's F1 where there is one, then a
+    causal model's next-token KL, else the outputs' cosine): a key of each condition, its
+    column heading, its sentence, its value on clean inputs, and a second column beside it."""
 
     key: str
     heading: str
@@ -49,6 +50,11 @@ class _Measure:
     @classmethod
     def of(cls, report: dict[str, Any]) -> _Measure:
         conditions = report.get("conditions", [])
+        if conditions and all(c.get("f1") is not None for c in conditions):
+            return cls(
+                "f1", "F1", "the F1 of the classification head on obfuscated inputs",
+                report.get("clean_f1"), ("cosine", "utility_cosine", 1.0),
+            )  # fmt: skip
         if conditions and all(c.get("next_token_kl") is not None for c in conditions):
             return cls(
                 "next_token_kl", "next-token KL (nats)",
@@ -56,11 +62,6 @@ class _Measure:
                 "distributions on clean and on obfuscated inputs (lower keeps more; beside it "
                 "the top-1 agreement with the clean model)",
                 0.0, ("top-1 agreement", "next_token_agreement", 1.0), lower_keeps_more=True,
-            )  # fmt: skip
-        if conditions and all(c.get("f1") is not None for c in conditions):
-            return cls(
-                "f1", "F1", "the F1 of the classification head on obfuscated inputs",
-                report.get("clean_f1"), ("cosine", "utility_cosine", 1.0),
             )  # fmt: skip
         return cls(
             "utility_cosine", "cosine",
