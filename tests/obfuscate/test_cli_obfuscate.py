@@ -99,7 +99,10 @@ def test_train_then_attack_writes_the_transform_and_the_report(files: dict[str, 
     assert "Gaussian noise σ=0.3" in html and "learned inversion network" in html
     written = (out / "attack.json").read_text() + (out / "report.md").read_text() + html
     assert "Alice" not in written and "889213" not in written  # numbers only, no text
-    assert "| nearest neighbour | obfuscated |" in (out / "report.md").read_text()
+    markdown = (out / "report.md").read_text()
+    assert "| nearest neighbour | obfuscated |" in markdown
+    assert f"({report['clean_f1']:.3f} on clean inputs)" in markdown  # the F1 to compare with
+    assert "| Gaussian noise σ=0.1 | nearest neighbour | name |" in markdown  # every row's PII
     # the report names the transform it measured: a server vouches for it with its figures
     card = measured(out)
     assert card.transform == report["transform"] and len(card.attacks) == 3

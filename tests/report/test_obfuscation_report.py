@@ -37,7 +37,7 @@ def test_a_causal_model_is_read_by_its_next_token() -> None:
     )
     assert "KL 3.250" in html and "12.5%" in html  # the tile: KL and top-1 agreement
     assert "next-token KL (nats)" in html and "top-1 agreement" in html  # the table
-    assert "4.500" in html and "0.090" in html  # the Gaussian row's
+    assert "4.500" in html and "9.0%" in html  # the Gaussian row's (agreement as the tile's)
     assert "lower keeps more" in html
 
 

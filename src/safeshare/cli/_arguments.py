@@ -75,12 +75,18 @@ def command(arguments: type[Arguments], run: Callable[[Arguments], None]) -> Cal
     return parsed
 
 
-def header_option() -> Any:
-    """``--header/--no-header``: whether a CSV's first row names the columns (default: detected)."""
+def header_option(schema: bool = True) -> Any:
+    """``--header/--no-header``: whether a CSV's first row names the columns (default: detected;
+    ``schema``: the command also takes --schema)."""
+    told = (
+        "Default: detected (or the schema's header:); --no-header names the columns column_1, "
+        "column_2, ... or by --schema's order."
+        if schema
+        else "Default: detected; --no-header names the columns column_1, column_2, ..."
+    )
     return option(
         "--header/--no-header",
-        help="Whether the CSV's first row is a header. Default: detected (or the schema's "
-        "header:); --no-header names the columns column_1, column_2, ... or by --schema's order.",
+        help=f"Whether the CSV's first row is a header. {told}",
         default=None,
     )
 

@@ -95,7 +95,7 @@ class ObfuscateTrainArguments:
     """The options of ``safeshare obfuscate train``."""
 
     data: Path = option("--data", help="CSV/TSV or Parquet file of texts.")
-    header: bool | None = header_option()
+    header: bool | None = header_option(schema=False)
     text_column: str = option("--text-column", help="The column of texts.", default="text")
     label_column: str | None = option(
         "--label-column",
@@ -347,7 +347,7 @@ class AttackArguments:
 
     transform: Path = option("--transform", help="A folder written by `train`.")
     data: Path = option("--data", help="CSV/TSV or Parquet file of texts to attack.")
-    header: bool | None = header_option()
+    header: bool | None = header_option(schema=False)
     public: Path = option(
         "--public",
         help="PUBLIC text file, one text per line: the attacker's side knowledge for the "

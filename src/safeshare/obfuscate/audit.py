@@ -162,7 +162,9 @@ class AttackReport:
 
     def markdown(self) -> str:
         """A short report: one line per attack, the utility, and what the guarantee is."""
-        f1 = "" if self.f1 is None else f" F1 of the head ({self.positive}) {self.f1:.3f}."
+        f1 = "" if self.f1 is None else f" F1 of the head ({self.positive}) {self.f1:.3f}"
+        if f1:
+            f1 += "." if self.clean_f1 is None else f" ({self.clean_f1:.3f} on clean inputs)."
         lines = [
             "# Obfuscation attack report",
             "",
@@ -180,13 +182,17 @@ class AttackReport:
                     f"| {found.attack} | {source} | {found.recovered.value:.1%} of "
                     f"{found.recovered.trials} | {low:.1%}-{high:.1%} |"
                 )
-        if self.pii:
-            lines += ["", "| attack | planted | tokens recovered | whole entities recovered |"]
-            lines.append("|---|---|---|---|")
-            for p in self.pii:
+        planted = [(c.name, p) for c in self.conditions for p in c.pii]  # (every row's)
+        if planted:
+            lines += [
+                "",
+                "| input | attack | planted | tokens recovered | whole entities recovered |",
+                "|---|---|---|---|---|",
+            ]
+            for name, p in planted:
                 lines.append(
-                    f"| {p.attack} | {p.kind} | {p.tokens.value:.1%} of {p.tokens.trials} | "
-                    f"{p.entities.value:.1%} of {p.entities.trials} |"
+                    f"| {name} | {p.attack} | {p.kind} | {p.tokens.value:.1%} of "
+                    f"{p.tokens.trials} | {p.entities.value:.1%} of {p.entities.trials} |"
                 )
         if self.conditions:
             lines += ["", *self._conditions_table()]
