@@ -102,15 +102,23 @@ def pseudonymize(
 
 
 def mask(values: pd.Series, *, keep: int = 0, keep_end: int = 0, char: str = "*") -> pd.Series:
-    """Keep ``keep`` leading and ``keep_end`` trailing characters; replace the rest by ``char``."""
+    """Keep ``keep`` leading and ``keep_end`` trailing characters; replace the rest by ``char``.
+
+    A value is never shown whole: one no longer than what is kept keeps one character fewer.
+
+    >>> mask(pd.Series(["P0012", "AB", "A", None]), keep=2).tolist()
+    ['P0***', 'A*', '*', None]
+    """
 
     def one(value: object) -> object:
         if pd.isna(value):  # type: ignore[call-overload]
             return None
         text = str(value)
-        tail = min(keep_end, max(len(text) - keep, 0))
-        middle = max(len(text) - keep - tail, 0)
-        return text[:keep] + char * middle + (text[len(text) - tail :] if tail else "")
+        shown = max(len(text) - 1, 0)  # (at least one character masked)
+        lead = min(keep, shown)
+        tail = min(keep_end, shown - lead)
+        middle = len(text) - lead - tail
+        return text[:lead] + char * middle + (text[len(text) - tail :] if tail else "")
 
     return pd.Series([one(v) for v in values], index=values.index, dtype=object)
 
