@@ -172,3 +172,32 @@ def test_labels_a_spreadsheet_would_run_are_written_quoted_and_read_back(tmp_pat
     assert cells.unexplained == {"temp": 0}
     for row, value in enumerate(frame["temp"]):  # each record's value lies in its label
         assert cells.mask("temp", row)[int(value) + 40]
+
+
+def test_the_guarantee_says_what_t_is_measured_against(tmp_path):
+    # recounted on the released file alone, after suppression, t can differ: the line says so
+    frame = pd.DataFrame({"q": ["111", "112"] * 10, "s": ["1", "2", "3", "2"] * 5})
+    config = {
+        "quasi_identifiers": {"q": {"hierarchy": "mask"}},
+        "sensitive": {"s": {"order": ["1", "2", "3"]}},
+        "privacy": {"k": 2, "t_closeness": {"attribute": "s", "t": 0.3}},
+    }
+    done = release_anonymized(frame, config=config, out=tmp_path / "t", reading=Reading(name="t"))
+    assert "each class against the input table's distribution" in done.card["guarantee"]
+    del config["privacy"]["t_closeness"]
+    done = release_anonymized(frame, config=config, out=tmp_path / "k", reading=Reading(name="t"))
+    assert "t-closeness" not in done.card["guarantee"]
+
+
+def test_the_report_says_how_many_suppressed_records_were_recoded(tmp_path):
+    frame = pd.DataFrame({"zip": ["11111"] * 10 + ["22222"] * 10 + ["33331", "33332"]})
+    config = {
+        "quasi_identifiers": {"zip": {"hierarchy": "mask"}},
+        "privacy": {"k": 2},
+        "suppression_limit": 0.1,
+        "recode_suppressed": True,
+    }
+    done = release_anonymized(frame, config=config, out=tmp_path / "r", reading=Reading(name="t"))
+    assert done.card["search"]["recoded_records"] == 2
+    html = " ".join((tmp_path / "r" / "report.html").read_text().split())
+    assert "of which recoded" in html and "counts the 2 recoded records as suppressed" in html

@@ -45,6 +45,16 @@ def test_a_five_anonymous_release(tmp_path, fair):
     assert not any("'any value'" in w for w in result.warnings)
     exact = next(a for a in result.assessment.attacks if a.name == "linkage (exact matching)")
     assert exact.main.value <= 0.2  # classes of 5: no unique match to claim
+    # given on the command line instead of in a schema, the roles are reported as used
+    options = EvaluationOptions(
+        attacks=50, ml=False, quasi_identifiers=tuple(QUASI), secrets=("affairs",)
+    )
+    files = EvaluationFiles(
+        train=files.train, holdout=files.holdout, release=files.release, schema=None
+    )
+    given = evaluate_files(files, out=tmp_path / "given", options=options, seed=0)
+    roles = {name: c["role"] for name, c in given.evaluation["columns"].items()}
+    assert all(roles[c] == "quasi_identifier" for c in QUASI) and roles["affairs"] == "sensitive"
 
 
 def test_hierarchy_files(tmp_path):

@@ -89,12 +89,27 @@ class CellSets:
         return out
 
     def impute(self, rng: np.random.Generator) -> Table:
-        """One code per cell, drawn uniformly from its set: a coded table for the other measures."""
+        """One code per cell, drawn uniformly from its set: a coded table for the other measures.
+
+        A set that covers values draws among them, never the ``(other)`` and ``(missing)``
+        codes it also covers (``*`` stands for a value: drawing those buckets skewed every
+        distance and marginal).
+
+        >>> from safeshare.data import Column, Domain, Kind
+        >>> domain = Domain((Column("sex", Kind.CATEGORICAL, categories=("F", "M")),))
+        >>> cells = cell_sets(pd.DataFrame({"sex": ["*"] * 400}), domain)
+        >>> sorted(set(cells.impute(np.random.default_rng(0)).column("sex").tolist()))
+        [0, 1]
+        """
         codes = {}
         for name, masks in self.masks.items():
+            column = self.domain[name]
+            buckets = [c for c in (column.other_code, column.missing_code) if c is not None]
             choice = np.empty(len(masks), dtype=object)
             for p, mask in enumerate(masks):
-                choice[p] = np.flatnonzero(mask)
+                values = mask.copy()
+                values[buckets] = False
+                choice[p] = np.flatnonzero(values if values.any() else mask)
             sizes = np.array([len(c) for c in choice])
             rows = self.rows[name]
             offsets = np.floor(rng.random(len(rows)) * sizes[rows]).astype(np.int64)

@@ -229,9 +229,16 @@ def build_anonymization_card(
             item["quality"] = result.quality.per_attribute.get(column, {})
         item["dropped"] = entry["transform"] in ("drop", NAMED_IDENTIFIER)
         columns[column] = item
+    guarantee = GUARANTEE
+    if any(m.name == "t-closeness" for m in result.models):  # (what t is measured against)
+        guarantee = guarantee.replace(
+            "as written,",
+            "as written (t-closeness as ARX measures it: each class against the input table's "
+            "distribution, not the released table's),",
+        )
     header = card_header(
         "anonymize",
-        GUARANTEE,
+        guarantee,
         budget=None,
         secure_noise=None,
         source={"name": name, "sha256": fingerprint},

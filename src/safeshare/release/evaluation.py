@@ -156,7 +156,7 @@ def evaluate_files(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "kind": "evaluation",
         "guarantee": guarantee or "unknown: the evaluation does not know how the release was made",
-        **_described_inputs(files, encoded),
+        **_described_inputs(files, encoded, assessment, options),
         "seed": seed,
         "not_dp": [NOT_DP],
         **assessment.to_dict(),
@@ -227,9 +227,15 @@ def _warnings(encoded: _Encoded, assessment: Assessment) -> list[str]:
     return warnings
 
 
-def _described_inputs(files: EvaluationFiles, encoded: _Encoded) -> dict[str, Any]:
-    """The JSON's account of what was read: files, domain source, columns kept and dropped."""
+def _described_inputs(
+    files: EvaluationFiles, encoded: _Encoded, assessment: Assessment, options: EvaluationOptions
+) -> dict[str, Any]:
+    """The JSON's account of what was read: files, domain source, columns kept and dropped,
+    each column's role as the attacks used it (given or inferred)."""
     kept = [d for d in encoded.decisions if d.modelled]
+    roles = {d.name: str(d.role) for d in kept}
+    roles |= {name: str(Role.SENSITIVE) for name in options.secrets or ()}
+    roles |= {name: str(Role.QUASI_IDENTIFIER) for name in assessment.quasi_identifiers}
     return {
         "inputs": {
             name: {
@@ -246,7 +252,11 @@ def _described_inputs(files: EvaluationFiles, encoded: _Encoded) -> dict[str, An
         if all(d.source is Source.SCHEMA for d in kept)
         else "training and holdout data, not DP",
         "columns": {
-            d.name: {"kind": str(d.kind), "role": str(d.role), "codes": encoded.domain[d.name].size}
+            d.name: {
+                "kind": str(d.kind),
+                "role": roles[d.name],
+                "codes": encoded.domain[d.name].size,
+            }
             for d in kept
         },
         "dropped_columns": [f"{d.name} ({d.reason})" for d in encoded.decisions if not d.modelled],

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 MARGINAL_PANELS = 6
 SMALL_CELL = 10
+RARE = f"(under {SMALL_CELL})"  # the label drawn for a value held by fewer training records
 
 
 def render_report(
@@ -153,18 +154,25 @@ def worst_columns(
     >>> real, _ = Table.from_frame(pd.DataFrame({"job": ["a"] * 30 + ["rare"] * 2}), domain)
     >>> [(name, shares.round(3).tolist()) for name, _, shares, _ in worst_columns(real, real)]
     [('job', [0.938, 0.0, 0.0, 0.0])]
+    >>> worst_columns(real, real)[0][1]  # (the rare value is not named)
+    ('a', '(under 10)', '(under 10)', '(under 10)')
     """
     engine = default_engine()
     panels = []
     for column in train.domain:
         real = engine.counts(train, [column.name])
         released = engine.counts(synthetic, [column.name])
-        shown = np.where(real < SMALL_CELL, 0, real) / max(real.sum(), 1)
+        rare = real < SMALL_CELL
+        shown = np.where(rare, 0, real) / max(real.sum(), 1)
+        # (a label names a real value: one held by so few records is not named either)
+        labels = tuple(
+            RARE if few else label for label, few in zip(column.labels(), rare, strict=True)
+        )
         panels.append(
             (
                 tvd(real, released),
                 column.name,
-                column.labels(),
+                labels,
                 shown,
                 released / max(released.sum(), 1),
             )
