@@ -255,3 +255,23 @@ def test_generalized_cells_are_read_as_the_codes_they_cover(train, holdout):
     same = [inference(train, train, holdout, "diagnosis", np.random.default_rng(3), attacks=200,
                       covers=c).risk for c in (None, plain.covers())]  # fmt: skip
     assert same[0] == same[1]
+
+
+def test_linkage_on_a_release_that_names_no_one_is_no_risk_and_no_weak_attack(train, holdout):
+    # every quasi-identifier '*': no one can be linked, and a guesser that claimed a random
+    # record for everyone would read the diagnosis at its base rate; the baseline makes the
+    # attack's own claims (none), so the safe release reads as safe, not as a weak attack
+    import pandas as pd
+
+    from safeshare.evaluate.generalized import cell_sets
+
+    frame = pd.DataFrame({c.name: ["*"] * len(train) for c in train.domain})
+    frame["diagnosis"] = [train.domain["diagnosis"].labels()[v] for v in train.column("diagnosis")]
+    safe = cell_sets(frame, train.domain)
+    result = linkage(safe, train, holdout, QUASI, np.random.default_rng(0), attacks=300)
+    assert result.main.value == 0.0 and result.baseline.value == 0.0
+    assert result.beats_baseline and not result.warnings
+    copied = linkage(
+        from_table(train), train, holdout, QUASI, np.random.default_rng(0), attacks=300
+    )
+    assert copied.main.value > copied.baseline.value  # a copy: its claims beat random ones

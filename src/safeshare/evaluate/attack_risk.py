@@ -100,8 +100,9 @@ class AttackResult:
 
     @property
     def beats_baseline(self) -> bool:
-        """Whether the attack does better than random guessing on the training records."""
-        return self.main.value > self.baseline.value
+        """Whether the attack does better than random guessing on the training records (or
+        guessing found nothing either: then a low risk is not the attack's weakness)."""
+        return self.main.value > self.baseline.value or self.baseline.value == 0
 
     def to_dict(self) -> dict[str, Any]:
         def prop(p: Proportion) -> dict[str, Any]:

@@ -14,7 +14,9 @@ column is a quasi-identifier, when the record contains all of the person's value
   away, and claims the record with the fewest disagreements when it is the only one.
 
 People in the training data are the targets; as many people from the holdout are the control
-(what matching on population patterns alone yields); claiming a random record is the baseline.
+(what matching on population patterns alone yields); the baseline claims a random record for
+each target the attack claimed one for (as many claims: guessing for everyone would read a
+binary attribute right half the time, from any release).
 
 >>> import numpy as np
 >>> from safeshare.data import Column, Domain, Kind, Table
@@ -72,10 +74,10 @@ def linkage(
     if not payload:  # every column is a quasi-identifier: a correct claim contains the whole record
         payload = list(quasi)
     members, controls = _targets(train, control, quasi, auxiliary, attacks, rng)
-    main = _correct(release, members, quasi, payload, tolerant)
-    ctrl = _correct(release, controls, quasi, payload, tolerant)
-    guesses = rng.integers(0, len(release), len(members))
-    base = int(_contains(release, guesses, members, payload).sum())
+    main, claimed = _correct(release, members, quasi, payload, tolerant)
+    ctrl, _ = _correct(release, controls, quasi, payload, tolerant)
+    guesses = rng.integers(0, len(release), len(claimed))
+    base = int(_contains(release, guesses, members.take(claimed), payload).sum())
     mode = "error-tolerant" if tolerant else "exact"
     return attack_risk(
         f"linkage ({mode} matching)",
@@ -141,8 +143,9 @@ def _unique_match(auxiliary: Table, table: Table, columns: list[str]) -> np.ndar
 
 def _correct(
     release: CellSets, targets: Table, quasi: list[str], payload: list[str], tolerant: bool
-) -> int:
-    """How many targets the attacker links to exactly one record that discloses them."""
+) -> tuple[int, np.ndarray]:
+    """How many targets the attacker links to exactly one record that discloses them, and
+    which targets it links (to any record)."""
     claimed = np.full(len(targets), -1)
     for start in range(0, len(targets), _CHUNK):
         stop = min(start + _CHUNK, len(targets))
@@ -156,11 +159,11 @@ def _correct(
             alone = (low <= 1) & ((loose == low[None, :]).sum(axis=0) == 1) & (best > 0)
             choice = np.where(alone, np.argmin(loose, axis=0), choice)
         claimed[start:stop] = choice
-    linked = claimed >= 0
-    if not linked.any():
-        return 0
-    discloses = _contains(release, claimed[linked], targets.take(np.flatnonzero(linked)), payload)
-    return int(discloses.sum())
+    linked = np.flatnonzero(claimed >= 0)
+    if not len(linked):
+        return 0, linked
+    discloses = _contains(release, claimed[linked], targets.take(linked), payload)
+    return int(discloses.sum()), linked
 
 
 def _misses(
