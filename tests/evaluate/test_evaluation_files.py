@@ -188,3 +188,16 @@ def test_linkability_sources_neighbours_and_resolution_from_the_cli(files, tmp_p
         code, output = _cli([*common, "--out", tmp_path / "no", *extra], capsys)
         assert code == 2 and message in " ".join(output.split()), (extra, output)
         assert "Traceback" not in output and not (tmp_path / "no").exists()
+
+
+def test_a_number_of_few_values_over_a_wide_range_gets_a_code_per_value():
+    # ten postcodes between 1301 and 99950: equal-width bins merged 01301, 01302 and 01305
+    from safeshare.release.evaluation import evaluation_domain
+
+    codes = ["01301", "01302", "01305", "01310", "01320", "09001", "09002", "02139", "10001"]
+    train = pd.DataFrame({"zip": [*codes, "99950"] * 3, "x": list("ab" * 15)})
+    domain, _ = evaluation_domain(train, train)
+    column = domain["zip"]
+    assert column.n_values == 10  # (one per postcode)
+    bins = np.searchsorted(np.asarray(column.edges), [int(c) for c in codes], side="right")
+    assert len(set(bins.tolist())) == len(codes)

@@ -237,16 +237,17 @@ def infer_column_unsafe(
     max_categories: int = MAX_UNSAFE_CATEGORIES,
     max_singletons: int = MAX_SINGLETON_INTEGERS,
     bins: int | None = None,
-    decimal_values: bool = False,
+    per_value: bool = False,
 ) -> Column:
     """A column's domain read straight from the data: NOT differentially private.
 
     Categories are the observed values (the ``max_categories`` most frequent, the rest
     folded into "(other)"); numeric bounds are the observed min and max (unless the
     schema gives them), integers one code each below ``max_singletons`` values, else
-    ``bins`` bins (default: the schema's, else ``DEFAULT_BINS``).  With ``decimal_values``
-    decimals too get one code per distinct value when they hold at most ``max_singletons``
-    (and the schema gives no bounds).
+    ``bins`` bins (default: the schema's, else ``DEFAULT_BINS``).  With ``per_value`` any
+    numbers holding at most ``max_singletons`` distinct values (decimals, or integers over a
+    wider range, such as postcodes) get one code per distinct value (where the schema gives
+    no bounds).
     """
     spec = decision.spec
     present = values.dropna()
@@ -263,18 +264,14 @@ def infer_column_unsafe(
     if bins is None:
         bins = spec.bins if spec is not None and spec.bins else DEFAULT_BINS
     integer = decision.integer or decision.kind is Kind.DATETIME
+    few = per_value and (lower, upper) == (None, None) and np.unique(numbers).size <= max_singletons
     if integer:
         lo_i, hi_i = int(np.floor(lo)), int(np.ceil(hi))
-        edges = (
-            singleton_edges(lo_i, hi_i)
-            if hi_i - lo_i < max_singletons
-            else integer_edges(lo, hi, bins)
-        )
-    elif (
-        decimal_values
-        and (lower, upper) == (None, None)
-        and (np.unique(numbers).size <= max_singletons)
-    ):
+        if hi_i - lo_i < max_singletons:
+            edges = singleton_edges(lo_i, hi_i)
+        else:
+            edges = value_edges(numbers) if few else integer_edges(lo, hi, bins)
+    elif few:
         edges = value_edges(numbers)
     else:
         edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1))

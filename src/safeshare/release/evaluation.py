@@ -383,7 +383,7 @@ def evaluation_domain(
                     max_categories=MAX_CATEGORIES,
                     max_singletons=numeric_codes,
                     bins=numeric_codes,
-                    decimal_values=True,
+                    per_value=True,
                 )
             )
     return Domain(tuple(columns)), decisions
