@@ -104,6 +104,15 @@ def test_risk_formula_and_interval_by_hand():
     assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
 
 
+def test_a_handful_of_attacks_is_read_as_not_measured():
+    # five singling-out predicates, all hits: a point estimate of 100% beside an interval of
+    # 0-100% measured nothing, and the reading says so instead of "no measurable risk"
+    few = attack_risk("few", "t", main=5, control=4, baseline=0, attacks=5)
+    assert few.reading.startswith("not measured: 5 attack(s) could be made, too few")
+    many = attack_risk("many", "t", main=10, control=10, baseline=0, attacks=500)
+    assert many.reading.startswith("no measurable risk")
+
+
 def test_an_attack_no_better_than_guessing_warns():
     result = attack_risk("weak", "t", main=10, control=10, baseline=12, attacks=500)
     assert not result.beats_baseline and "no better than random guessing" in result.warnings[0]

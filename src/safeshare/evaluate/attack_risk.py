@@ -236,6 +236,9 @@ def _successes(p: Proportion) -> int:
     return round(p.value * p.trials)
 
 
+_TOO_WIDE = 0.5  # an interval wider than this, not significant, measured nothing
+
+
 def level_words(family: int) -> str:
     """How a reading names an interval of one test in a family of ``family``."""
     return "95% interval" if family == 1 else f"95% family-wise interval, {family} tests:"
@@ -249,6 +252,11 @@ def _reading(r: AttackResult) -> str:
         f"{r.control.value:.1%} of unseen ones"
     )
     level, (low, high) = level_words(r.family), r.interval
+    if not r.significant and high - low > _TOO_WIDE:  # (a handful of attacks: it says nothing)
+        return (
+            f"not measured: {r.main.trials} attack(s) could be made, too few ({level} "
+            f"{low:.1%} to {high:.1%}): {rates}"
+        )
     if not r.significant:
         return f"no measurable risk ({level} {low:.1%} to {high:.1%}): {rates}"
     return f"{r.risk:.1%} risk ({level} {low:.1%}-{high:.1%}): {rates}"

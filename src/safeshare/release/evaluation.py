@@ -222,7 +222,8 @@ def _warnings(encoded: _Encoded, assessment: Assessment) -> list[str]:
     if unexplained:
         warnings.append(
             "released values that are neither values, intervals, sets nor masks were read as "
-            f"'any value' ({unexplained}); give a schema with their categories to match them"
+            f"'any value' ({unexplained}); where they are hierarchy nodes (a group's name), "
+            "give the hierarchy (--hierarchy COLUMN=FILE), else a schema with their categories"
         )
     return warnings
 
