@@ -139,7 +139,7 @@ def _subject_keys(frame: pd.DataFrame, name: str) -> np.ndarray:
     """Column ``name`` as the key of each record's date shift: its value, or for a record
     without one the record itself (all its values), so that such records are not linked by
     one shared offset, and a record's dates keep their intervals."""
-    keys = frame[name].astype("string").to_numpy(dtype=object, na_value=None)
+    keys = np.array(frame[name].astype("string").astype(object), dtype=object)  # (a copy)
     missing = np.flatnonzero(pd.isna(keys))
     if len(missing):
         records = frame.iloc[missing].astype("string").fillna("")

@@ -21,7 +21,7 @@ import hashlib
 import io
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -382,7 +382,7 @@ def split_missing(
     return frame, pd.DataFrame(spellings, index=raw.index)
 
 
-def shown_columns(columns: Sequence[object]) -> str:
+def shown_columns(columns: Iterable[object]) -> str:
     """The column names for an error message: listed where they all look like names, else
     counted (a first row read as a header that is a record would be quoted).
 
