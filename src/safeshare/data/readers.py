@@ -310,7 +310,8 @@ def _unlike(name: str, below: list[str]) -> bool:
     """Whether ``name`` (a name that never reappears) is of another kind than the values
     ``below`` it: these are a few labels that recur, hold no letter where it has some, or are
     free text (most of several words)."""
-    labels = len({value.strip() for value in below}) * 4 <= len(below)
+    distinct = len({value.strip() for value in below})
+    labels = distinct == 1 or distinct * 4 <= len(below)
     unlettered = any(c.isalpha() for c in name) and not any(c.isalpha() for v in below for c in v)
     texts = sum(len(value.split()) > 2 for value in below) * 2 > len(below)
     return labels or unlettered or texts
