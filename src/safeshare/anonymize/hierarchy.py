@@ -47,6 +47,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from safeshare.data.dates import read_any
 from safeshare.errors import SchemaError
 
 TOP = "*"
@@ -508,11 +509,7 @@ def dates(
         raise HierarchyError(f"column {column!r}: {err}") from None
     distinct, missing = _present(values)
     texts = [str(v) for v in distinct]
-    raw = pd.Series(texts, dtype=object)
-    parsed = pd.to_datetime(raw, errors="coerce")
-    retry = parsed.isna()
-    if retry.any():  # a format is inferred from the first value: parse the others one by one
-        parsed[retry] = pd.to_datetime(raw[retry], format="mixed", errors="coerce")
+    parsed = read_any(pd.Series(texts, dtype=object))
     bad = parsed.isna().to_numpy()
     if bad.any():
         raise HierarchyError(  # (counted: an error never quotes a value of the data)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from safeshare.data.dates import read_any
 from safeshare.errors import InputError, SchemaError
 
 MIN_KEY_BYTES = 16
@@ -133,10 +134,7 @@ def date_shift(
     """
     if max_days < 1:
         raise SchemaError(f"max_days must be at least 1, got {max_days}")
-    dates = pd.to_datetime(values, errors="coerce")
-    retry = dates.isna() & values.notna()
-    if retry.any():  # (a format is inferred from the first value: read the others one by one)
-        dates[retry] = pd.to_datetime(values[retry], format="mixed", errors="coerce")
+    dates = read_any(values)
     bad = dates.isna() & values.notna()
     if bad.any():
         raise InputError(

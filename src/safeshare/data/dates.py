@@ -82,6 +82,23 @@ def parse_dates(values: pd.Series, date_format: str = ISO) -> pd.Series:
     return parsed
 
 
+def read_any(values: pd.Series) -> pd.Series:
+    """``values`` read in whatever layout pandas infers, values the first one's layout does not
+    read one by one (``2024-03-31`` beside ``2024-03-31 10:30``); NaT where none reads.  For a
+    table in memory only (an engine reads :func:`parse_dates`'s layouts).
+
+    >>> read_any(pd.Series(["2024-03-31", "2024-04-01 10:30", "soon", None])).tolist()
+    [Timestamp('2024-03-31 00:00:00'), Timestamp('2024-04-01 10:30:00'), NaT, NaT]
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        parsed = pd.to_datetime(values, errors="coerce")
+    retry = (parsed.isna() & values.notna()).to_numpy()
+    if retry.any():
+        parsed[retry] = pd.to_datetime(values[retry], format="mixed", errors="coerce").to_numpy()
+    return parsed
+
+
 def read_iso(values: pd.Series) -> pd.Series:
     """``values`` read as ISO 8601 (:data:`ISO_DATE`, blanks around them ignored); NaT where
     they are not.
