@@ -301,17 +301,9 @@ def serve_command(
              + ("" if token else "; anyone can use it (no --token-env)"))  # fmt: skip
     frozen = load_model(model, max_length=max_tokens)
     served = [registered(ObfuscationTransform.load(folder, frozen)) for folder in transform]
-    reports = [measured(folder) for folder in attacks]
-    cards = with_figures(served, reports)
-    _announce(transform, cards)
-    ids = {card.transform for card in served}
-    for folder, report in zip(attacks, reports, strict=True):
-        if report.transform not in ids:  # (its figures vouch for nothing served here)
-            warn(
-                f"--attacks {folder} measured transform {report.transform[:16]}…, which this "
-                "server does not serve: pass that transform's folder with --transform (if its "
-                "weights changed since, attack it again)"
-            )
+    reports = {folder: measured(folder) for folder in attacks}
+    cards = with_figures(served, list(reports.values()))
+    _announce(transform, cards, reports)
     app = create_app(
         frozen,
         max_tokens=max_tokens,
@@ -328,8 +320,17 @@ def serve_command(
     serve(app, host=host, port=port, torch_threads=1)
 
 
-def _announce(folders: list[Path], cards: list[Any]) -> None:
-    """One line per served transform: its strongest attack, or why it is served with a warning."""
+def _announce(folders: list[Path], cards: list[Any], reports: dict[Path, Any]) -> None:
+    """One line per served transform: its strongest attack, or why it is served with a warning;
+    one per attack report on a transform not served (its figures vouch for nothing here)."""
+    served = {card.transform for card in cards}
+    for folder, report in reports.items():
+        if report.transform not in served:
+            warn(
+                f"--attacks {folder} measured transform {report.transform[:16]}…, which this "
+                "server does not serve: pass that transform's folder with --transform (if its "
+                "weights changed since, attack it again)"
+            )
     for folder, card in zip(folders, cards, strict=True):
         strongest = card.strongest
         if strongest is None:
