@@ -44,6 +44,8 @@ CSV_OPTIONS: dict[str, Any] = {
     # the index and shift every column by one; such a row is refused instead)
     "index_col": False,
 }
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula in a CSV cell (written after a ``'``)."""
 # a column name: a word or a few, no sentence punctuation (what a header of texts holds)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*( [A-Za-z0-9_.\-]+){0,2}")
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.data.domain import Column, Domain
+from safeshare.data.readers import FORMULA_START
 from safeshare.data.table import Table
 
 _INTERVAL = re.compile(
@@ -42,7 +43,7 @@ _ONE_SIDED = re.compile(r"^\s*(<=|>=|<|>|\u2264|\u2265)\s*(-?[\d.]+(?:[eE][-+]?\
 _SEPARATORS = re.compile(r"\s*[|;]\s*")
 _WILDCARDS = {"*", "**", "***", "(any)", "any"}
 # the ``'`` a CSV writer puts before a cell a spreadsheet would run as a formula (``'-40--21``)
-_NEUTRALIZED = r"^'(?=[=+\-@])"
+_NEUTRALIZED = "^'(?=[" + re.escape("".join(FORMULA_START)) + "])"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from safeshare.data.domain import Column, Domain, Kind
+from safeshare.data.readers import FORMULA_START
 from safeshare.data.table import Table
 from safeshare.errors import InputError
 from safeshare.output_folder import staged_output
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 CHUNK_ROWS = 1_000_000  # released records sampled, decoded and written at a time
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""What a spreadsheet reads as the start of a formula in a CSV cell."""
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 
 
