@@ -21,6 +21,13 @@ two rounds' medians.
 
     ARX_SRC=/path/to/arx bash benchmarks/peers/setup_arx.sh
     .venv/bin/python benchmarks/anonymize_arx.py [--quick] [--rounds 2] [--cases "11 QIs"]
+
+``--phases`` splits safeshare's fit instead, beside one round of ARX on the same cases: the
+preparation (encoding, the distinct rows), the search with its checks (the roll-ups and their
+judgement, replayed alone in the search's order), the release, and the budget ten times
+ARX's speed would leave:
+
+    .venv/bin/python benchmarks/anonymize_arx.py --phases --cases "11 QIs k=5 0%"
 """
 
 from __future__ import annotations
@@ -33,13 +40,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from safeshare.anonymize.anonymizer import Anonymizer
+from safeshare.anonymize.evaluator import Evaluator
 from safeshare.anonymize.hierarchy import Hierarchy
 from safeshare.anonymize.models import NoSolutionError
 
@@ -271,6 +281,82 @@ def safeshare_round(todo: list[Case], tables: dict[str, dict[str, Any]]) -> dict
     return out
 
 
+@contextmanager
+def checks_recorded() -> Iterator[list[tuple[tuple[int, ...], bool]]]:
+    """The nodes every :class:`Evaluator` assesses meanwhile, in order (with ``complete``)."""
+    recorded: list[tuple[tuple[int, ...], bool]] = []
+    assess = Evaluator.assess
+
+    def recording(self: Evaluator, node: tuple[int, ...], complete: bool = True) -> Any:
+        recorded.append((node, complete))
+        return assess(self, node, complete)
+
+    Evaluator.assess = recording  # type: ignore[method-assign]
+    try:
+        yield recorded
+    finally:
+        Evaluator.assess = assess  # type: ignore[method-assign]
+
+
+def phases_round(todo: list[Case], tables: dict[str, dict[str, Any]], fits: int = 30) -> dict:
+    """Per case, safeshare's fit split into its phases (CPU ms, medians of ``fits`` runs)."""
+    out = {}
+    for case in todo:
+        t = tables[case.table]
+        qis = list(t["hierarchies"])[: case.width]
+        given = {c: t["hierarchies"][c] for c in qis}
+        given[t["sensitive"]] = t["sensitive_hierarchy"]
+        anonymizer = Anonymizer(safeshare_config(case, t), hierarchies=given)
+        out[case.name] = fit_phases(anonymizer, t["frame"][[*qis, t["sensitive"]]], fits)
+    return out
+
+
+def fit_phases(anonymizer: Anonymizer, frame: pd.DataFrame, fits: int) -> dict[str, float]:
+    """One case's phases, interleaved run by run; the release is what the fit adds to the
+    preparation and the search."""
+    for _ in range(5):  # (warm-up)
+        anonymizer.fit(frame)
+    problem = anonymizer.prepare(frame, None).problem
+    with checks_recorded() as checks:
+        anonymizer.search(problem)
+
+    def replay() -> None:
+        evaluator = Evaluator(problem)
+        for node, complete in checks:
+            evaluator.assess(node, complete)
+
+    runs = {
+        "fit": lambda: anonymizer.fit(frame),
+        "prepare": lambda: anonymizer.prepare(frame, None),
+        "search": lambda: anonymizer.search(problem),
+        "checks": replay,
+    }
+    taken: dict[str, list[float]] = {phase: [] for phase in runs}
+    for _ in range(fits):
+        for phase, run in runs.items():
+            started = time.process_time()
+            run()
+            taken[phase].append((time.process_time() - started) * 1000)
+    phases = {phase: statistics.median(times) for phase, times in taken.items()}
+    phases["release"] = phases["fit"] - phases["prepare"] - phases["search"]
+    return {**phases, "checked": len(checks)}
+
+
+def print_phases(todo: list[Case], arx: dict[str, dict], ours: dict[str, dict]) -> None:
+    print(
+        f"{'case':<28} {'ARX':>7} {'10x':>6} {'fit':>6} {'prepare':>8} {'search':>7} "
+        f"{'checks':>7} {'release':>8} {'fit, checks free':>17}"
+    )
+    for case in todo:
+        a, p = arx[case.name]["cpu_ms"], ours[case.name]
+        print(
+            f"{case.name:<28} {a:>7.1f} {a / 10:>6.1f} {p['fit']:>6.1f} {p['prepare']:>8.1f} "
+            f"{p['search']:>7.1f} {p['checks']:>7.1f} {p['release']:>8.1f} "
+            f"{p['fit'] - p['checks']:>17.1f}   ({p['checked']} checks)",
+            flush=True,
+        )
+
+
 def safeshare_in_a_fresh_process(quick: bool, only: str, folder: Path) -> dict[str, dict]:
     """One :func:`safeshare_round` in a new Python process, as each of ARX's runs in a new JVM."""
     out = folder / "safeshare_round.json"
@@ -293,6 +379,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cases", default="", help="only the cases whose name holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "anonymize_arx.json")
+    parser.add_argument("--phases", action="store_true", help="split safeshare's fit, beside ARX")
     parser.add_argument("--safeshare-round", type=Path, help=argparse.SUPPRESS)  # (the child)
     args = parser.parse_args()
     if args.safeshare_round is not None:  # one round of safeshare's, in this fresh process
@@ -304,6 +391,12 @@ def main() -> None:
     if not (ARX / "classpath.txt").is_file():
         sys.exit("ARX is not built: ARX_SRC=/path/to/arx bash benchmarks/peers/setup_arx.sh")
     todo = [case for case in cases(args.quick) if args.cases in case.name]
+    if args.phases:
+        with tempfile.TemporaryDirectory() as tmp:
+            tables = prepare(Path(tmp))
+            warmer = [replace(case, warm=max(case.warm, 10)) for case in todo]  # (ARX's JIT)
+            print_phases(todo, arx_round(warmer, tables, Path(tmp)), phases_round(todo, tables))
+        return
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
