@@ -153,3 +153,25 @@ def test_serve_refuses_an_address_it_cannot_listen_on_before_it_starts() -> None
     )
     assert isinstance(nowhere.exception, InputError)
     assert "--host not-an-ip.invalid: no such address" in str(nowhere.exception)
+
+
+def test_an_address_is_refused_when_any_of_the_host_s_addresses_is_held(monkeypatch) -> None:
+    """``localhost`` may resolve to ``::1`` first and ``127.0.0.1`` second; the server binds
+    both, so a port held on the second is refused though the first is free."""
+    import socket
+
+    from safeshare.obfuscate.server import check_address
+
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+
+        def dual_stack(host: str, asked: int, **_: object) -> list[tuple]:
+            return [
+                (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", asked, 0, 0)),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", asked)),
+            ]
+
+        monkeypatch.setattr(socket, "getaddrinfo", dual_stack)
+        with pytest.raises(InputError, match=f"cannot listen on localhost port {port}"):
+            check_address("localhost", port)
+        check_address("localhost", 0)  # (each address free on a port of its own)

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from safeshare.errors import InputError, MissingDependencyError, ModelAPIError
@@ -302,26 +302,31 @@ def _http_protocol(header_timeout: float) -> type[Any]:
 def check_address(host: str, port: int) -> None:
     """Refuse an address this machine cannot listen on (a port in use, a host that is not one
     of its own) with one line, before anything starts (uvicorn would say so in its log only).
+    Every address ``host`` resolves to is tried, as the server binds them all (``localhost``
+    may be both ``::1`` and ``127.0.0.1``).
 
     >>> check_address("127.0.0.1", 0)
     """
     try:
-        family, kind, protocol, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM
-        )[0]
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError):
         raise InputError(
             f"--host {host}: no such address; give an address of this machine"
         ) from None
-    with socket.socket(family, kind, protocol) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the server will)
-        try:
-            probe.bind(address)
-        except OSError as err:
-            raise InputError(
-                f"cannot listen on {host} port {port} ({err.strerror}): another program holds "
-                "the port, or the address is not this machine's; pick another --port or --host"
-            ) from None
+    with ExitStack() as held:  # (held together: one port for every address, as the server's)
+        for family, kind, protocol, _, address in dict.fromkeys(found):
+            probe = held.enter_context(socket.socket(family, kind, protocol))
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the server will)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as err:
+                raise InputError(
+                    f"cannot listen on {host} port {port} ({err.strerror}): another program "
+                    "holds the port, or the address is not this machine's; pick another --port "
+                    "or --host"
+                ) from None
 
 
 def serve(
