@@ -6,7 +6,10 @@ likes and learn the way back: :func:`train_inverter` samples fresh obfuscations 
 per-position MLP plus one transformer layer for context, whose output is scored against the
 model's embedding table by cosine (tied to the table, so tokens never seen in the public text
 can still be named).  The network starts as the identity, so before any training it is exactly
-the nearest-neighbour attack; training can only teach it the obfuscation's way back.
+the nearest-neighbour attack; of its checkpoints (the start, then every tenth of the training)
+it keeps the one that reads most tokens back from public texts held out of its training, so
+training that goes astray (a few steps of Adam can undo the identity) never leaves it weaker
+there than nearest neighbour.
 :func:`inversion_attack` scores it on held-out embeddings as a
 :class:`~safeshare.obfuscate.attacks.TokenRecovery` with a Wilson interval, and
 :func:`information_estimate` gives the bits a token it reads (:class:`InformationEstimate`).
@@ -30,7 +33,7 @@ import numpy as np
 
 from safeshare._progress import Progress, no_progress
 from safeshare.errors import InputError
-from safeshare.obfuscate.attacks import TokenRecovery, recovery
+from safeshare.obfuscate.attacks import TokenRecovery, recovery, scored_positions
 from safeshare.obfuscate.model import Batch, FrozenModel, require_torch
 from safeshare.obfuscate.transform import torch_generator
 
@@ -40,6 +43,11 @@ ADVERSARY_STEPS = 2
 #: the adversary's exposure is log(1 - (1 - floor) p) / log(floor): its slope at p = 1 is
 #: bounded by 1 / floor (here 20), where the log-probability's slope would vanish
 EXPOSURE_FLOOR = 0.05
+
+#: public texts held out of the inverter's training to choose its checkpoint on (at most)
+CHECKPOINT_TEXTS = 64
+#: checkpoints compared: the start and every this share of the training steps
+CHECKPOINT_EVERY = 0.1
 
 #: ``obfuscate(embeds, attention_mask, generator) -> obfuscated embeds``: what the attacker can run
 Obfuscator = Callable[[Any, Any, Any], Any]
@@ -184,7 +192,10 @@ def train_inverter(
     Every step obfuscates a batch of public texts anew with ``obfuscate`` (the released
     transform's sampler, or a baseline's) and minimises the cross-entropy of the true tokens
     against themselves and ``negatives`` random table rows (a sampled softmax: a full one over
-    30k tokens costs about six times as much CPU a step).
+    30k tokens costs about six times as much CPU a step).  A fifth of the texts, up to
+    :data:`CHECKPOINT_TEXTS`, are held out: the checkpoint returned is the one of the start
+    (nearest neighbour) and every tenth of the steps that reads most of their tokens back
+    (from one obfuscation of them, the same for every checkpoint).
     """
     torch = require_torch()
     if steps < 0 or batch_size < 1 or negatives < 0 or not learning_rate > 0:
@@ -207,12 +218,16 @@ def train_inverter(
         InverterConfig(int(model.table.shape[1]), hidden),
         seed=None if seed is None else seed + 2,
     )
+    held = min(CHECKPOINT_TEXTS, len(texts) // 5)
+    checking = _Checkpoints(inverter, model, obfuscate, texts[:held] if held >= 2 else texts, seed)
+    texts = texts[held:] if held >= 2 else texts
     batches = [
         model.tokenize(texts[start : start + batch_size])
         for start in range(0, len(texts), batch_size)
     ]
     optimizer = torch.optim.Adam(inverter.network.parameters(), lr=learning_rate)
     order = torch.randperm(len(batches), generator=order_rng)
+    every = max(1, round(steps * CHECKPOINT_EVERY))
     for step in range(steps):
         batch = batches[int(order[step % len(batches)])]
         with torch.no_grad():
@@ -222,9 +237,51 @@ def train_inverter(
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if (step + 1) % every == 0 or step + 1 == steps:
+            checking.compare()
         report("training the inversion attack", (step + 1) / steps)
+    checking.keep_best()
     inverter.network.eval()
     return inverter
+
+
+class _Checkpoints:
+    """The inverter's checkpoints scored on held-out public texts: how many of their tokens
+    each reads back from one obfuscation of them; the best is kept (ties: the later)."""
+
+    def __init__(
+        self,
+        inverter: Inverter,
+        model: FrozenModel,
+        obfuscate: Obfuscator,
+        texts: Sequence[str],
+        seed: int | None,
+    ) -> None:
+        torch = require_torch()
+        self.inverter = inverter
+        batch = model.tokenize(list(texts))
+        generator, _ = torch_generator(None if seed is None else seed + 3)
+        with torch.no_grad():
+            embeds = model.embed_tokens(batch.input_ids)
+            self.sent = obfuscate(embeds, batch.attention_mask, generator)
+        self.mask = batch.attention_mask
+        self.truth = np.asarray(batch.input_ids)
+        self.scored = scored_positions(model, batch.input_ids, batch.attention_mask)
+        self.best = -1
+        self.best_state: dict[str, Any] = {}
+        self.compare()  # (the start: nearest neighbour)
+
+    def compare(self) -> None:
+        """Score the network as it is now; remember it if it reads at least as many tokens."""
+        guessed = self.inverter.tokens(self.sent, self.mask)
+        read = int(((guessed == self.truth) & self.scored).sum())
+        if read >= self.best:
+            network = self.inverter.network
+            self.best = read
+            self.best_state = {k: v.detach().clone() for k, v in network.state_dict().items()}
+
+    def keep_best(self) -> None:
+        self.inverter.network.load_state_dict(self.best_state)
 
 
 INFORMATION_METHOD = (
