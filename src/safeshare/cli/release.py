@@ -257,11 +257,9 @@ release_command = command(ReleaseArguments, release_table)
 
 
 # the options --method anonymize reads (the others are DP synthesis's)
-_ANONYMIZE_READS = {"data", "out", "method", "config", "schema", "header", "engine"} | {
-    "spark_master",
-    "memory_limit",
-    "force",
-    "quiet",
+_ANONYMIZE_READS = {
+    *("data", "out", "method", "config", "schema", "header", "engine"),
+    *("spark_master", "memory_limit", "force", "quiet"),
 }
 
 

@@ -218,9 +218,9 @@ def train_inverter(
         InverterConfig(int(model.table.shape[1]), hidden),
         seed=None if seed is None else seed + 2,
     )
-    held = min(CHECKPOINT_TEXTS, len(texts) // 5)
-    checking = _Checkpoints(inverter, model, obfuscate, texts[:held] if held >= 2 else texts, seed)
-    texts = texts[held:] if held >= 2 else texts
+    held = min(CHECKPOINT_TEXTS, len(texts) // 5)  # (too few texts: checked on those trained)
+    chosen_on, texts = (texts[:held], texts[held:]) if held >= 2 else (texts, texts)
+    checking = _Checkpoints(inverter, model, obfuscate, chosen_on, seed)
     batches = [
         model.tokenize(texts[start : start + batch_size])
         for start in range(0, len(texts), batch_size)

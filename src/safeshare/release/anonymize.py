@@ -49,11 +49,24 @@ from safeshare.release.output import write_csv, write_release
 from safeshare.report.anonymization import render_anonymization_report
 from safeshare.report.card import card_header
 
-GUARANTEE = (
-    "none formal: anonymization without differential privacy gives no mathematical guarantee; "
-    "the privacy models below hold for the released table as written, and the risk suite "
-    "measures what re-identification and inference risk remains"
-)
+
+def guarantee_line(t_closeness: bool = False) -> str:
+    """The card's guarantee line; with ``t_closeness`` it says what t is measured against.
+
+    >>> "input table's distribution" in guarantee_line(t_closeness=True)
+    True
+    """
+    against = (
+        " (t-closeness as ARX measures it: each class against the input table's distribution, "
+        "not the released table's)"
+        if t_closeness
+        else ""
+    )
+    return (
+        "none formal: anonymization without differential privacy gives no mathematical "
+        f"guarantee; the privacy models below hold for the released table as written{against}, "
+        "and the risk suite measures what re-identification and inference risk remains"
+    )
 
 
 @dataclass(frozen=True)
@@ -229,16 +242,9 @@ def build_anonymization_card(
             item["quality"] = result.quality.per_attribute.get(column, {})
         item["dropped"] = entry["transform"] in ("drop", NAMED_IDENTIFIER)
         columns[column] = item
-    guarantee = GUARANTEE
-    if any(m.name == "t-closeness" for m in result.models):  # (what t is measured against)
-        guarantee = guarantee.replace(
-            "as written,",
-            "as written (t-closeness as ARX measures it: each class against the input table's "
-            "distribution, not the released table's),",
-        )
     header = card_header(
         "anonymize",
-        guarantee,
+        guarantee_line(any(m.name == "t-closeness" for m in result.models)),
         budget=None,
         secure_noise=None,
         source={"name": name, "sha256": fingerprint},
